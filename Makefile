@@ -1,0 +1,37 @@
+# The README's two commands: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install migrate catalog worker web lint bench accuracy clean
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+catalog: migrate
+	$(BIN)/python manage.py loadcatalog
+
+## Start the web app and a Celery worker with embedded beat; Ctrl-C stops both.
+run: catalog
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	VENV=$(VENV) bin/run
+
+## Run the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
+test: install
+	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python manage.py benchplanner
+
+clean:
+	rm -rf var/test-broker .pytest_cache

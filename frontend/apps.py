@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class FrontendConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "frontend"
+    verbose_name = "Web UI"

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import parsers, status, viewsets
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from hwcatalog import selectors, services
+from hwcatalog.filters import ChipFilter, ModelArchFilter, OfferingFilter
+from hwcatalog.serializers import (
+    ChipSerializer,
+    HfConfigImportSerializer,
+    ImportResultSerializer,
+    ModelArchSerializer,
+    OfferingSerializer,
+)
+
+
+class ChipViewSet(viewsets.ModelViewSet):
+    """Chips: CPUs, GPUs, TPUs, LPUs and other accelerators, with sourced peaks."""
+
+    serializer_class = ChipSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[^/]+"  # slugs carry dots: llama-3.1-8b
+    filterset_class = ChipFilter
+    search_fields = ["slug", "name", "vendor"]
+    ordering_fields = ["slug", "vendor", "memory_capacity_bytes", "memory_bandwidth_bytes_per_s", "peak_bf16_flops_per_s", "tdp_watts"]
+
+    def get_queryset(self):
+        return selectors.chip_list()
+
+
+class ModelArchViewSet(viewsets.ModelViewSet):
+    """Model architectures: dense, GQA/MQA, MLA, MoE, diffusion and block diffusion."""
+
+    serializer_class = ModelArchSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[^/]+"  # slugs carry dots: llama-3.1-8b
+    filterset_class = ModelArchFilter
+    search_fields = ["slug", "name", "family"]
+    ordering_fields = ["slug", "family", "total_params", "active_params", "max_context_tokens"]
+
+    def get_queryset(self):
+        return selectors.model_list()
+
+
+class OfferingViewSet(viewsets.ModelViewSet):
+    """Prices: rented (per chip-hour) or purchased (amortised + power)."""
+
+    serializer_class = OfferingSerializer
+    lookup_field = "slug"
+    lookup_value_regex = "[^/]+"  # slugs carry dots: llama-3.1-8b
+    filterset_class = OfferingFilter
+    search_fields = ["slug", "provider", "region", "instance_type"]
+    ordering_fields = ["slug", "usd_per_chip_hour", "as_of", "provider"]
+
+    def get_queryset(self):
+        return selectors.offering_list()
+
+
+class ModelImportApi(APIView):
+    """Create a model from a Hugging Face config.json (upload `config_file`, or JSON `config`)."""
+
+    parser_classes = [parsers.JSONParser, parsers.MultiPartParser, parsers.FormParser]
+
+    @extend_schema(request=HfConfigImportSerializer, responses={201: ImportResultSerializer})
+    def post(self, request):
+        serializer = HfConfigImportSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        model, style = services.model_import_hf(
+            config=data["config"], slug=data["slug"], name=data.get("name"), family=data.get("family"), source=data.get("source")
+        )
+        return Response(ImportResultSerializer({"model": model, "detected_style": style}).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from hwcatalog.services import model_import_hf
+
+
+class Command(BaseCommand):
+    help = "Create a catalog model from a Hugging Face config.json."
+
+    def add_arguments(self, parser):
+        parser.add_argument("config", type=Path)
+        parser.add_argument("--slug", required=True)
+        parser.add_argument("--name")
+        parser.add_argument("--family")
+        parser.add_argument("--source")
+
+    def handle(self, *args, config: Path, slug: str, name, family, source, **options):
+        if not config.is_file():
+            raise CommandError(f"{config}: no such file")
+        if config.stat().st_size > settings.MAX_CONFIG_UPLOAD_BYTES:
+            raise CommandError(f"{config}: larger than {settings.MAX_CONFIG_UPLOAD_BYTES} bytes; not a config.json")
+        try:
+            data = json.loads(config.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CommandError(f"{config}: not JSON ({exc})") from None
+        from hwcatalog.models import ModelArch
+
+        if ModelArch.objects.filter(slug=slug).exists():
+            raise CommandError(f"slug: a model {slug!r} already exists")
+        try:
+            model, style = model_import_hf(config=data, slug=slug, name=name, family=family, source=source or str(config))
+        except ValidationError as exc:
+            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported {model.slug} ({style} style): {model.total_params / 1e9:.2f}B parameters, "
+                f"{model.kv_cache_bytes_per_token('bf16'):,.0f} KV bytes/token at bf16"
+            )
+        )

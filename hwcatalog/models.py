@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.forms.models import model_to_dict
+
+from hwcatalog import architecture
+from hwcatalog.validation import SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
+
+slug_validator = RegexValidator(SLUG_PATTERN, "Lower-case letters, digits, dots and dashes only.")
+
+
+class Sourced(models.Model):
+    """Every catalog row says where its numbers come from and when they were checked."""
+
+    sources = models.JSONField(default=list, help_text="URLs or document references, at least one.")
+    as_of = models.DateField(help_text="Date the values were checked or published.")
+    notes = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def _check(self, errors: dict[str, str]) -> None:
+        message = validate_sources(self.sources)
+        if message:
+            errors["sources"] = message
+        if errors:
+            raise ValidationError(errors)
+
+
+class Chip(Sourced):
+    class Kind(models.TextChoices):
+        CPU = "cpu", "CPU"
+        GPU = "gpu", "GPU"
+        TPU = "tpu", "TPU"
+        LPU = "lpu", "LPU"
+        OTHER = "other", "Other accelerator"
+
+    slug = models.CharField(max_length=80, unique=True, validators=[slug_validator])
+    vendor = models.CharField(max_length=80)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    memory_type = models.CharField(max_length=40, blank=True, default="")
+    memory_capacity_bytes = models.BigIntegerField()
+    memory_bandwidth_bytes_per_s = models.FloatField()
+    peak_fp32_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_bf16_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_fp16_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_fp8_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_int8_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_int4_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_fp4_flops_per_s = models.FloatField(null=True, blank=True)
+    on_chip_sram_bytes = models.BigIntegerField(null=True, blank=True)
+    link_bandwidth_bytes_per_s = models.FloatField(null=True, blank=True, help_text="Per chip, one direction.")
+    link_latency_s = models.FloatField(null=True, blank=True)
+    chips_per_node = models.PositiveIntegerField(null=True, blank=True)
+    cores = models.PositiveIntegerField(null=True, blank=True, help_text="CPU cores per socket.")
+    tdp_watts = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["vendor", "slug"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(memory_capacity_bytes__gt=0), name="chip_memory_capacity_positive"),
+            models.CheckConstraint(condition=models.Q(memory_bandwidth_bytes_per_s__gt=0), name="chip_bandwidth_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        self._check(validate_chip(model_to_dict(self)))
+
+    def peak_flops_per_s(self) -> dict[str, float]:
+        """Dense peak per dtype for the dtypes this chip has a math path for."""
+        peaks = {
+            "fp32": self.peak_fp32_flops_per_s,
+            "bf16": self.peak_bf16_flops_per_s,
+            "fp16": self.peak_fp16_flops_per_s,
+            "fp8": self.peak_fp8_flops_per_s,
+            "int8": self.peak_int8_flops_per_s,
+            "int4": self.peak_int4_flops_per_s,
+            "fp4": self.peak_fp4_flops_per_s,
+        }
+        return {dtype: value for dtype, value in peaks.items() if value}
+
+    def ridge_point_flops_per_byte(self, dtype: str = "bf16") -> float | None:
+        peak = self.peak_flops_per_s().get(dtype)
+        return peak / self.memory_bandwidth_bytes_per_s if peak else None
+
+
+class Offering(models.Model):
+    class PricingModel(models.TextChoices):
+        ON_DEMAND = "on_demand", "On demand"
+        RESERVED = "reserved", "Reserved"
+        SPOT = "spot", "Spot"
+        PURCHASE = "purchase", "Purchase"
+
+    slug = models.CharField(max_length=120, unique=True, validators=[slug_validator])
+    chip = models.ForeignKey(Chip, on_delete=models.CASCADE, related_name="offerings")
+    provider = models.CharField(max_length=80)
+    instance_type = models.CharField(max_length=80, blank=True, default="")
+    region = models.CharField(max_length=80, blank=True, default="")
+    pricing_model = models.CharField(max_length=12, choices=PricingModel.choices)
+    usd_per_chip_hour = models.FloatField(null=True, blank=True)
+    purchase_usd_per_chip = models.FloatField(null=True, blank=True)
+    amortisation_years = models.FloatField(null=True, blank=True)
+    power_usd_per_kwh = models.FloatField(null=True, blank=True)
+    pue = models.FloatField(null=True, blank=True)
+    as_of = models.DateField()
+    source = models.CharField(max_length=1000)
+    notes = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["chip__slug", "pricing_model", "slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        errors = validate_offering(model_to_dict(self))
+        if not self.source.strip():
+            errors["source"] = "A source is required."
+        if errors:
+            raise ValidationError(errors)
+
+
+class ModelArch(Sourced):
+    class AttentionKind(models.TextChoices):
+        MHA = "mha", "Multi-head"
+        GQA = "gqa", "Grouped-query"
+        MQA = "mqa", "Multi-query"
+        MLA = "mla", "Multi-head latent"
+
+    class FfnKind(models.TextChoices):
+        GATED = "gated", "Gated (SwiGLU, 3 matrices)"
+        PLAIN = "plain", "Plain (2 matrices)"
+
+    class GenerationKind(models.TextChoices):
+        AUTOREGRESSIVE = "autoregressive", "Autoregressive"
+        DIFFUSION = "diffusion", "Diffusion"
+        BLOCK_DIFFUSION = "block_diffusion", "Block diffusion"
+
+    slug = models.CharField(max_length=80, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    family = models.CharField(max_length=80)
+    total_params = models.BigIntegerField(help_text="Published total parameter count.")
+    active_params = models.BigIntegerField(null=True, blank=True, help_text="Published active count (MoE); empty = total.")
+    num_layers = models.PositiveIntegerField()
+    hidden_size = models.PositiveIntegerField()
+    num_attention_heads = models.PositiveIntegerField()
+    num_kv_heads = models.PositiveIntegerField()
+    head_dim = models.PositiveIntegerField()
+    intermediate_size = models.PositiveIntegerField()
+    vocab_size = models.PositiveIntegerField()
+    tie_word_embeddings = models.BooleanField(default=False)
+    ffn_kind = models.CharField(max_length=8, choices=FfnKind.choices, default=FfnKind.GATED)
+    attention_kind = models.CharField(max_length=4, choices=AttentionKind.choices)
+    q_lora_rank = models.PositiveIntegerField(null=True, blank=True)
+    kv_lora_rank = models.PositiveIntegerField(null=True, blank=True)
+    qk_nope_head_dim = models.PositiveIntegerField(null=True, blank=True)
+    qk_rope_head_dim = models.PositiveIntegerField(null=True, blank=True)
+    v_head_dim = models.PositiveIntegerField(null=True, blank=True)
+    num_experts = models.PositiveIntegerField(null=True, blank=True)
+    experts_per_token = models.PositiveIntegerField(null=True, blank=True)
+    num_shared_experts = models.PositiveIntegerField(null=True, blank=True)
+    moe_layer_count = models.PositiveIntegerField(null=True, blank=True)
+    moe_intermediate_size = models.PositiveIntegerField(null=True, blank=True)
+    generation_kind = models.CharField(max_length=16, choices=GenerationKind.choices, default=GenerationKind.AUTOREGRESSIVE)
+    default_block_size = models.PositiveIntegerField(null=True, blank=True)
+    max_context_tokens = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["family", "slug"]
+        verbose_name = "model architecture"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(total_params__gt=0), name="modelarch_total_params_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        self._check(validate_arch(model_to_dict(self)))
+
+    def shape(self) -> architecture.ArchShape:
+        return architecture.ArchShape(
+            **{field: getattr(self, field) for field in architecture.ArchShape.__dataclass_fields__}
+        )
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.num_experts)
+
+    def parameter_count(self) -> int:
+        """Parameters derived from the shapes (a test holds it within 2% of total_params)."""
+        return architecture.parameter_count(self.shape())
+
+    def active_parameter_count(self) -> int:
+        return architecture.active_parameter_count(self.shape())
+
+    def kv_cache_bytes_per_token(self, dtype: str = "bf16") -> float:
+        return architecture.kv_cache_bytes_per_token(self.shape(), dtype)
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes of the published parameter count at a dtype."""
+        return self.total_params * architecture.bytes_per_element(dtype)

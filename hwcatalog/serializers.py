@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from rest_framework import serializers
+
+from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.validation import SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
+
+
+class _RuleValidated(serializers.ModelSerializer):
+    """Runs the shared catalog rules (hwcatalog.validation) on the merged instance + input,
+    so partial updates are checked against the row they will produce."""
+
+    rules = staticmethod(lambda data: {})
+
+    def validate(self, attrs):
+        merged = {}
+        if self.instance is not None:
+            for field in self.Meta.model._meta.concrete_fields:
+                merged[field.name] = getattr(self.instance, field.attname)
+        merged.update(attrs)
+        errors = self.rules(merged)
+        if "sources" in merged:
+            message = validate_sources(merged["sources"])
+            if message:
+                errors["sources"] = message
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class ChipSerializer(_RuleValidated):
+    rules = staticmethod(validate_chip)
+    ridge_point_bf16_flops_per_byte = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Chip
+        exclude = ["id"]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def get_ridge_point_bf16_flops_per_byte(self, chip: Chip) -> float | None:
+        return chip.ridge_point_flops_per_byte("bf16")
+
+
+class OfferingSerializer(_RuleValidated):
+    rules = staticmethod(validate_offering)
+    chip = serializers.SlugRelatedField(slug_field="slug", queryset=Chip.objects.all())
+
+    class Meta:
+        model = Offering
+        exclude = ["id"]
+        read_only_fields = ["created_at", "updated_at"]
+
+
+class ModelArchSerializer(_RuleValidated):
+    rules = staticmethod(validate_arch)
+    derived_parameter_count = serializers.SerializerMethodField()
+    derived_active_parameter_count = serializers.SerializerMethodField()
+    kv_cache_bytes_per_token_bf16 = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ModelArch
+        exclude = ["id"]
+        read_only_fields = ["created_at", "updated_at"]
+
+    def get_derived_parameter_count(self, model: ModelArch) -> int:
+        return model.parameter_count()
+
+    def get_derived_active_parameter_count(self, model: ModelArch) -> int:
+        return model.active_parameter_count()
+
+    def get_kv_cache_bytes_per_token_bf16(self, model: ModelArch) -> float:
+        return model.kv_cache_bytes_per_token("bf16")
+
+
+class HfConfigImportSerializer(serializers.Serializer):
+    """Either a multipart upload `config_file`, or a JSON object `config`."""
+
+    slug = serializers.RegexField(SLUG_PATTERN, max_length=80)
+    name = serializers.CharField(max_length=200, required=False)
+    family = serializers.CharField(max_length=80, required=False)
+    source = serializers.CharField(max_length=1000, required=False)
+    config = serializers.JSONField(required=False)
+    config_file = serializers.FileField(required=False)
+
+    def validate_slug(self, slug: str) -> str:
+        if ModelArch.objects.filter(slug=slug).exists():
+            raise serializers.ValidationError(f"A model with slug {slug!r} already exists.")
+        return slug
+
+    def validate_config_file(self, upload):
+        limit = settings.MAX_CONFIG_UPLOAD_BYTES
+        if upload.size > limit:
+            raise serializers.ValidationError(f"File is {upload.size} bytes; a config.json may be at most {limit} bytes.")
+        try:
+            return json.loads(upload.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise serializers.ValidationError(f"Not a JSON file: {exc}") from None
+
+    def validate(self, attrs):
+        config = attrs.get("config_file", attrs.get("config"))
+        if config is None:
+            raise serializers.ValidationError({"config": "Send a config.json as `config_file` (upload) or `config` (JSON object)."})
+        if not isinstance(config, dict):
+            raise serializers.ValidationError({"config": "A config.json must be a JSON object."})
+        attrs["config"] = config
+        return attrs
+
+
+class ImportResultSerializer(serializers.Serializer):
+    model = ModelArchSerializer()
+    detected_style = serializers.CharField()

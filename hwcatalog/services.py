@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+
+from hwcatalog.importers.huggingface import ConfigError, fields_from_hf_config
+from hwcatalog.models import Chip, ModelArch, Offering
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+@dataclass
+class LoadReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated)
+
+    def summary(self) -> str:
+        if not self.changed:
+            return f"Catalog already up to date: {len(self.unchanged)} rows unchanged."
+        return f"Catalog loaded: {len(self.created)} created, {len(self.updated)} updated, {len(self.unchanged)} unchanged."
+
+
+def _read_rows(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    rows = []
+    for path in sorted(folder.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text()) or []
+        if not isinstance(data, list):
+            raise ValidationError(f"{path.name}: expected a list of rows")
+        rows.extend((path, row) for row in data)
+    return rows
+
+
+def _values_equal(current: Any, new: Any) -> bool:
+    if isinstance(current, float) or isinstance(new, float):
+        return current is not None and new is not None and abs(float(current) - float(new)) <= 1e-12 * max(abs(float(new)), 1.0)
+    return current == new
+
+
+def _upsert(model: type[models.Model], slug: str, values: dict[str, Any], report: LoadReport, label: str) -> None:
+    instance = model.objects.filter(slug=slug).first()
+    if instance is None:
+        instance = model(slug=slug, **values)
+        instance.full_clean()
+        instance.save()
+        report.created.append(label)
+        return
+    changed = [k for k, v in values.items() if not _values_equal(getattr(instance, k), v)]
+    if not changed:
+        report.unchanged.append(label)
+        return
+    for key in changed:
+        setattr(instance, key, values[key])
+    instance.full_clean()
+    instance.save()
+    report.updated.append(label)
+
+
+def _normalise(row: dict[str, Any], path: Path) -> dict[str, Any]:
+    values = {k: v for k, v in row.items() if k != "slug"}
+    if isinstance(values.get("as_of"), str):
+        values["as_of"] = dt.date.fromisoformat(values["as_of"])
+    for key in ("notes", "memory_type", "instance_type", "region"):
+        if key in values and values[key] is None:
+            values[key] = ""
+    for key, value in values.items():
+        if isinstance(value, str) and key.endswith(("_bytes", "_per_s", "_params", "_watts")):
+            raise ValidationError(f"{path.name}: {row.get('slug')}.{key} is the string {value!r}, not a number")
+    return values
+
+
+@transaction.atomic
+def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
+    """Upsert every chip, model and offering of the data files by slug. All or nothing."""
+    report = LoadReport()
+    for path, row in _read_rows(data_dir / "chips"):
+        _upsert(Chip, row["slug"], _normalise(row, path), report, f"chip {row['slug']}")
+    for path, row in _read_rows(data_dir / "models"):
+        _upsert(ModelArch, row["slug"], _normalise(row, path), report, f"model {row['slug']}")
+    chips = {c.slug: c for c in Chip.objects.all()}
+    for path, row in _read_rows(data_dir / "offerings"):
+        values = _normalise(row, path)
+        chip_slug = values.pop("chip")
+        if chip_slug not in chips:
+            raise ValidationError(f"{path.name}: offering {row['slug']} names unknown chip {chip_slug!r}")
+        values["chip"] = chips[chip_slug]
+        _upsert(Offering, row["slug"], values, report, f"offering {row['slug']}")
+    return report
+
+
+@transaction.atomic
+def model_import_hf(
+    *, config: dict[str, Any], slug: str, name: str | None = None, family: str | None = None, source: str | None = None
+) -> tuple[ModelArch, str]:
+    """Create a ModelArch from a Hugging Face config.json. Raises ValidationError naming
+    the offending field; stores nothing on error."""
+    try:
+        imported = fields_from_hf_config(config)
+    except ConfigError as exc:
+        raise ValidationError(exc.errors) from None
+    model = ModelArch(
+        slug=slug,
+        name=name or slug,
+        family=family or str(config.get("model_type") or imported.style),
+        sources=[source or "uploaded Hugging Face config.json"],
+        as_of=dt.date.today(),
+        notes=f"Imported from a {imported.style}-style config.json; parameter counts derived from the shapes.",
+        **imported.fields,
+    )
+    model.full_clean()
+    model.save()
+    return model, imported.style

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from hwcatalog.apis import ChipViewSet, ModelArchViewSet, ModelImportApi, OfferingViewSet
+
+router = DefaultRouter()
+router.register("chips", ChipViewSet, basename="chip")
+router.register("models", ModelArchViewSet, basename="modelarch")
+router.register("offerings", OfferingViewSet, basename="offering")
+
+urlpatterns = [
+    path("models/import/", ModelImportApi.as_view(), name="model-import"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,136 @@
+"""Rules that reject nonsense catalog values, shared by Model.clean(), the serializers
+and the HF importer, so every way in says the same thing about the same field."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Upper bounds that no real part or model reaches; they stop absurd sizes early.
+MAX_PARAMS = 100e12
+MAX_DIM = 1_000_000
+MAX_LAYERS = 10_000
+MAX_BYTES = 1e16
+MAX_FLOPS = 1e19
+MAX_BANDWIDTH = 1e16
+
+Errors = dict[str, str]
+
+# Catalog slugs: lower-case, digits, dots and dashes ("llama-3.1-8b"); Django's SlugField refuses dots.
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9.\-]*$"
+
+
+def _positive(errors: Errors, data: Mapping[str, Any], field: str, *, maximum: float, required: bool) -> None:
+    value = data.get(field)
+    if value is None:
+        if required:
+            errors[field] = "This field is required."
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        errors[field] = "Must be a number."
+    elif not value > 0:
+        errors[field] = "Must be greater than zero."
+    elif value > maximum:
+        errors[field] = f"Must be at most {maximum:g}."
+
+
+ARCH_REQUIRED_DIMS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size")
+ARCH_OPTIONAL_DIMS = (
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "num_experts", "experts_per_token", "moe_layer_count", "moe_intermediate_size", "default_block_size",
+)
+
+
+def validate_arch(data: Mapping[str, Any]) -> Errors:
+    errors: Errors = {}
+    for field in ARCH_REQUIRED_DIMS:
+        _positive(errors, data, field, maximum=MAX_LAYERS if field == "num_layers" else MAX_DIM, required=True)
+    for field in ARCH_OPTIONAL_DIMS:
+        _positive(errors, data, field, maximum=MAX_DIM, required=False)
+    _positive(errors, data, "max_context_tokens", maximum=100_000_000, required=True)
+    for field in ("total_params", "active_params"):
+        _positive(errors, data, field, maximum=MAX_PARAMS, required=field == "total_params")
+    shared = data.get("num_shared_experts")
+    if shared is not None and (isinstance(shared, bool) or not isinstance(shared, int) or shared < 0):
+        errors["num_shared_experts"] = "Must be zero or a positive integer."
+    if errors:
+        return errors
+
+    heads, kv_heads = data["num_attention_heads"], data["num_kv_heads"]
+    if kv_heads > heads or heads % kv_heads:
+        errors["num_kv_heads"] = f"KV heads ({kv_heads}) must divide the attention heads ({heads})."
+    attention = data.get("attention_kind")
+    if attention == "mla":
+        for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            if not data.get(field):
+                errors[field] = "Required for MLA attention."
+    elif attention == "mha" and kv_heads != heads:
+        errors["attention_kind"] = "mha needs as many KV heads as attention heads; use gqa."
+    elif attention == "mqa" and kv_heads != 1:
+        errors["attention_kind"] = "mqa needs exactly one KV head; use gqa."
+    experts, per_token = data.get("num_experts"), data.get("experts_per_token")
+    if experts or per_token:
+        if not (experts and per_token):
+            errors["experts_per_token" if experts else "num_experts"] = "MoE needs both num_experts and experts_per_token."
+        elif per_token > experts:
+            errors["experts_per_token"] = f"experts_per_token ({per_token}) cannot exceed num_experts ({experts})."
+        moe_layers = data.get("moe_layer_count")
+        if moe_layers is not None and moe_layers > data["num_layers"]:
+            errors["moe_layer_count"] = "Cannot exceed num_layers."
+    active, total = data.get("active_params"), data.get("total_params")
+    if active is not None and active > total:
+        errors["active_params"] = "Cannot exceed total_params."
+    if data.get("generation_kind") == "block_diffusion" and not data.get("default_block_size"):
+        errors["default_block_size"] = "Required for block_diffusion models."
+    return errors
+
+
+CHIP_PEAK_FIELDS = (
+    "peak_fp32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp16_flops_per_s", "peak_fp8_flops_per_s",
+    "peak_int8_flops_per_s", "peak_int4_flops_per_s", "peak_fp4_flops_per_s",
+)
+
+
+def validate_chip(data: Mapping[str, Any]) -> Errors:
+    errors: Errors = {}
+    _positive(errors, data, "memory_capacity_bytes", maximum=MAX_BYTES, required=True)
+    _positive(errors, data, "memory_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=True)
+    for field in CHIP_PEAK_FIELDS:
+        _positive(errors, data, field, maximum=MAX_FLOPS, required=False)
+    _positive(errors, data, "on_chip_sram_bytes", maximum=MAX_BYTES, required=False)
+    _positive(errors, data, "link_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=False)
+    _positive(errors, data, "link_latency_s", maximum=1.0, required=False)
+    _positive(errors, data, "chips_per_node", maximum=100_000, required=False)
+    _positive(errors, data, "cores", maximum=100_000, required=False)
+    _positive(errors, data, "tdp_watts", maximum=1e6, required=False)
+    if not errors and not any(data.get(f) for f in CHIP_PEAK_FIELDS):
+        errors["peak_bf16_flops_per_s"] = "A chip needs at least one peak FLOP/s figure."
+    return errors
+
+
+def validate_offering(data: Mapping[str, Any]) -> Errors:
+    errors: Errors = {}
+    _positive(errors, data, "usd_per_chip_hour", maximum=1e6, required=False)
+    _positive(errors, data, "purchase_usd_per_chip", maximum=1e9, required=False)
+    _positive(errors, data, "amortisation_years", maximum=50, required=False)
+    _positive(errors, data, "power_usd_per_kwh", maximum=100, required=False)
+    _positive(errors, data, "pue", maximum=5, required=False)
+    if errors:
+        return errors
+    if data.get("pricing_model") == "purchase":
+        if not data.get("purchase_usd_per_chip"):
+            errors["purchase_usd_per_chip"] = "Required for a purchase offering."
+        if not data.get("amortisation_years"):
+            errors["amortisation_years"] = "Required for a purchase offering."
+        if data.get("pue") is not None and data["pue"] < 1:
+            errors["pue"] = "PUE is at least 1.0."
+    elif not data.get("usd_per_chip_hour"):
+        errors["usd_per_chip_hour"] = "Required for a rented offering (on_demand, reserved, spot)."
+    return errors
+
+
+def validate_sources(sources: Any) -> str | None:
+    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+        return "At least one source (a URL or document reference) is required."
+    if len(sources) > 50 or any(len(s) > 1000 for s in sources):
+        return "At most 50 sources of at most 1000 characters each."
+    return None

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Plan(models.Model):
+    """A stored search: its inputs, the catalog values it used and its ranked results.
+
+    Immutable once stored: a changed catalog makes new plans, it never rewrites old ones
+    (the catalog snapshot is what lets a plan be reproduced after prices change)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    model_slug = models.CharField(max_length=80)
+    inputs = models.JSONField(help_text="The request as validated: model, workload, filters, decoding options.")
+    catalog_snapshot = models.JSONField(help_text="Chip, model and offering values the search used.")
+    calibration_used = models.JSONField(default=dict, help_text="Efficiency sources per chip.")
+    results = models.JSONField(help_text="Ranked feasible configurations, Pareto front, infeasible with reasons.")
+    candidate_count = models.PositiveIntegerField()
+    feasible_count = models.PositiveIntegerField()
+    best_usd_per_million_output_tokens = models.FloatField(null=True, blank=True)
+    pinned = models.BooleanField(default=False, help_text="Re-validated by the nightly schedule.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"plan {self.id} for {self.model_slug}"
+
+
+class Calibration(models.Model):
+    """Efficiency factors fitted from measured runs for one chip and weight dtype.
+
+    Versioned: each fit is a new row; the planner uses the newest active one."""
+
+    chip_slug = models.CharField(max_length=80)
+    weight_dtype = models.CharField(max_length=8, help_text='A dtype, or "*" for all dtypes of the chip.')
+    version = models.PositiveIntegerField()
+    compute_fraction = models.FloatField()
+    bandwidth_fraction = models.FloatField()
+    step_overhead_s = models.FloatField()
+    link_bandwidth_fraction = models.FloatField()
+    run_count = models.PositiveIntegerField()
+    fitted_from = models.JSONField(default=list, help_text="Ids of the runs the fit used.")
+    residual_rms = models.FloatField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["chip_slug", "weight_dtype", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["chip_slug", "weight_dtype", "version"], name="calibration_version_unique"),
+            models.CheckConstraint(
+                condition=models.Q(compute_fraction__gt=0, compute_fraction__lte=1, bandwidth_fraction__gt=0, bandwidth_fraction__lte=1),
+                name="calibration_fractions_in_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chip_slug}/{self.weight_dtype} v{self.version}"
+
+    @property
+    def label(self) -> str:
+        return f"calibration v{self.version} ({self.run_count} runs)"

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import pytest
+
+from hwcatalog.models import Chip, ModelArch
+
+NEW_CHIP = {
+    "slug": "acme-x1", "vendor": "Acme", "name": "X1", "kind": "gpu", "memory_capacity_bytes": 64_000_000_000,
+    "memory_bandwidth_bytes_per_s": 2.0e12, "peak_bf16_flops_per_s": 500e12, "as_of": "2026-01-01",
+    "sources": ["https://example.com/acme-x1-datasheet.pdf"],
+}
+
+
+def test_anyone_can_list_chips_with_every_kind(catalog, anonymous_client):
+    response = anonymous_client.get("/api/v1/chips/", {"page_size": 500})
+    assert response.status_code == 200
+    kinds = {row["kind"] for row in response.json()["results"]}
+    assert {"cpu", "gpu", "tpu", "lpu", "other"} <= kinds
+
+
+def test_chips_filter_by_kind_and_vendor(catalog, anonymous_client):
+    tpus = anonymous_client.get("/api/v1/chips/", {"kind": "tpu"}).json()["results"]
+    assert tpus and all(row["kind"] == "tpu" for row in tpus)
+    nvidia = anonymous_client.get("/api/v1/chips/", {"vendor": "nvidia"}).json()["results"]
+    assert nvidia and all(row["vendor"] == "NVIDIA" for row in nvidia)
+
+
+def test_chips_order_by_bandwidth_and_paginate(catalog, anonymous_client):
+    page = anonymous_client.get("/api/v1/chips/", {"ordering": "-memory_bandwidth_bytes_per_s", "page_size": 3}).json()
+    assert page["count"] == Chip.objects.count() and len(page["results"]) == 3 and page["next"]
+    bandwidths = [row["memory_bandwidth_bytes_per_s"] for row in page["results"]]
+    assert bandwidths == sorted(bandwidths, reverse=True)
+
+
+def test_models_filter_by_family_and_generation_kind(catalog, anonymous_client):
+    diffusion = anonymous_client.get("/api/v1/models/", {"generation_kind": "diffusion"}).json()["results"]
+    assert {"llada-8b", "llada-moe-7b-a1b"} <= {row["slug"] for row in diffusion}
+    detail = anonymous_client.get("/api/v1/models/llama-2-70b/").json()
+    assert detail["kv_cache_bytes_per_token_bf16"] == 327_680
+
+
+def test_offerings_filter_by_chip_and_pricing_model(catalog, anonymous_client):
+    rows = anonymous_client.get("/api/v1/offerings/", {"chip": "nvidia-h100-sxm"}).json()["results"]
+    assert rows and all(row["chip"] == "nvidia-h100-sxm" for row in rows)
+
+
+def test_an_anonymous_write_gets_401_and_changes_nothing(db, anonymous_client):
+    response = anonymous_client.post("/api/v1/chips/", NEW_CHIP, format="json")
+    assert response.status_code == 401
+    assert not Chip.objects.filter(slug="acme-x1").exists()
+
+
+def test_a_non_staff_session_write_gets_403(session_client):
+    response = session_client.post("/api/v1/chips/", NEW_CHIP, format="json")
+    assert response.status_code == 403
+    assert not Chip.objects.filter(slug="acme-x1").exists()
+
+
+def test_a_token_holder_creates_updates_and_deletes_a_chip(token_client):
+    assert token_client.post("/api/v1/chips/", NEW_CHIP, format="json").status_code == 201
+    response = token_client.patch("/api/v1/chips/acme-x1/", {"tdp_watts": 600}, format="json")
+    assert response.status_code == 200 and response.json()["tdp_watts"] == 600
+    assert token_client.delete("/api/v1/chips/acme-x1/").status_code == 204
+    assert not Chip.objects.filter(slug="acme-x1").exists()
+
+
+def test_a_staff_session_can_write(staff_client):
+    assert staff_client.post("/api/v1/chips/", NEW_CHIP, format="json").status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"memory_bandwidth_bytes_per_s": 0}, "memory_bandwidth_bytes_per_s"),
+        ({"memory_capacity_bytes": -5}, "memory_capacity_bytes"),
+        ({"memory_bandwidth_bytes_per_s": "fast"}, "memory_bandwidth_bytes_per_s"),
+        ({"sources": []}, "sources"),
+        ({"kind": "quantum"}, "kind"),
+        ({"memory_capacity_bytes": 10**30}, "memory_capacity_bytes"),
+        ({"slug": "Not A Slug!"}, "slug"),
+    ],
+)
+def test_a_bad_chip_gets_400_naming_the_field(token_client, change, field):
+    response = token_client.post("/api/v1/chips/", {**NEW_CHIP, **change}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not Chip.objects.filter(slug=NEW_CHIP["slug"]).exists()
+
+
+def test_a_partial_update_that_breaks_a_rule_is_refused(catalog, token_client):
+    response = token_client.patch("/api/v1/models/llama-3.1-8b/", {"num_kv_heads": 7}, format="json")
+    assert response.status_code == 400 and "num_kv_heads" in response.json()
+    response = token_client.patch("/api/v1/models/mixtral-8x7b/", {"experts_per_token": 9}, format="json")
+    assert response.status_code == 400 and "experts_per_token" in response.json()
+    assert ModelArch.objects.get(slug="llama-3.1-8b").num_kv_heads == 8
+
+
+def test_malformed_json_gets_400(token_client):
+    response = token_client.generic("POST", "/api/v1/chips/", "{not json", content_type="application/json")
+    assert response.status_code == 400
+
+
+def test_an_unknown_slug_is_404(db, anonymous_client):
+    assert anonymous_client.get("/api/v1/chips/no-such-chip/").status_code == 404
+
+
+def test_an_offering_for_an_unknown_chip_gets_400(token_client):
+    response = token_client.post(
+        "/api/v1/offerings/",
+        {"slug": "x", "chip": "no-such-chip", "provider": "X", "pricing_model": "on_demand", "usd_per_chip_hour": 1,
+         "as_of": "2026-01-01", "source": "x"},
+        format="json",
+    )
+    assert response.status_code == 400 and "chip" in response.json()
+
+
+def test_a_rented_offering_needs_an_hourly_price(catalog, token_client):
+    response = token_client.post(
+        "/api/v1/offerings/",
+        {"slug": "x", "chip": "nvidia-h100-sxm", "provider": "X", "pricing_model": "spot", "as_of": "2026-01-01", "source": "x"},
+        format="json",
+    )
+    assert response.status_code == 400 and "usd_per_chip_hour" in response.json()
+
+
+def test_the_schema_and_docs_are_served(db, anonymous_client):
+    schema = anonymous_client.get("/api/schema/")
+    assert schema.status_code == 200 and b"/api/v1/chips/" in schema.content
+    docs = anonymous_client.get("/api/docs/")
+    assert docs.status_code == 200 and b"swagger" in docs.content.lower()

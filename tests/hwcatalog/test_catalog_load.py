@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.services import catalog_load
+
+REQUIRED_CHIPS = {
+    "intel-xeon-8480plus", "amd-epyc-9654", "apple-m2-ultra", "apple-m3-max", "nvidia-a100-sxm-80gb", "nvidia-h100-sxm",
+    "nvidia-h100-pcie", "nvidia-h200-sxm", "nvidia-b200", "nvidia-l4", "nvidia-l40s", "amd-mi300x", "amd-mi325x",
+    "google-tpu-v4", "google-tpu-v5e", "google-tpu-v5p", "google-tpu-v6e", "intel-gaudi2", "intel-gaudi3",
+    "aws-inferentia2", "aws-trainium", "groq-lpu",
+}
+REQUIRED_MODELS = {
+    "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b",
+    "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b", "deepseek-v3", "qwen2.5-7b", "qwen2.5-72b", "gpt-j-6b", "opt-13b",
+    "llada-8b", "llada-moe-7b-a1b", "fast-dllm-v2-7b",
+}
+
+
+def test_loading_creates_every_required_chip_and_model(catalog):
+    assert REQUIRED_CHIPS <= set(Chip.objects.values_list("slug", flat=True))
+    assert REQUIRED_MODELS <= set(ModelArch.objects.values_list("slug", flat=True))
+    assert {"cpu", "gpu", "tpu", "lpu", "other"} <= set(Chip.objects.values_list("kind", flat=True))
+
+
+def test_a_second_load_changes_nothing_and_says_so(catalog, capsys):
+    again = catalog_load()
+    assert not again.changed
+    assert again.unchanged and "already up to date" in again.summary()
+    call_command("loadcatalog")
+    assert "already up to date" in capsys.readouterr().out
+
+
+def test_load_restores_an_edited_row(catalog):
+    Chip.objects.filter(slug="nvidia-h100-sxm").update(tdp_watts=1.0)
+    report = catalog_load()
+    assert report.updated == ["chip nvidia-h100-sxm"]
+    assert Chip.objects.get(slug="nvidia-h100-sxm").tdp_watts != 1.0
+
+
+def test_every_chip_model_and_offering_has_a_source_and_a_date(catalog):
+    for row in [*Chip.objects.all(), *ModelArch.objects.all()]:
+        assert row.sources and all(s.strip() for s in row.sources), row.slug
+        assert row.as_of, row.slug
+    for offering in Offering.objects.all():
+        assert offering.source.strip() and offering.as_of, offering.slug
+
+
+def test_every_rented_accelerator_has_a_dated_price(catalog):
+    rented_kinds = {"gpu", "tpu"}
+    for chip in Chip.objects.filter(kind__in=rented_kinds):
+        assert chip.offerings.exclude(pricing_model="purchase").exists(), f"{chip.slug} has no hourly price"
+
+
+@pytest.mark.parametrize("slug", sorted(REQUIRED_MODELS))
+def test_shape_derived_parameter_count_is_within_two_percent_of_the_published_count(catalog, slug):
+    model = ModelArch.objects.get(slug=slug)
+    assert model.parameter_count() == pytest.approx(model.total_params, rel=0.02)
+    if model.active_params:
+        assert model.active_parameter_count() == pytest.approx(model.active_params, rel=0.02)
+
+
+def test_published_kv_checks_hold_for_the_catalog_rows(catalog):
+    assert ModelArch.objects.get(slug="llama-2-70b").kv_cache_bytes_per_token("bf16") == 327_680
+    assert ModelArch.objects.get(slug="opt-13b").kv_cache_bytes_per_token("fp16") == 819_200
+    assert ModelArch.objects.get(slug="llama-3.1-8b").parameter_count() == pytest.approx(8.03e9, rel=0.01)
+
+
+def test_a_bad_data_file_loads_nothing(db, tmp_path):
+    for folder in ("chips", "models", "offerings"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "chips" / "x.yaml").write_text(
+        "- {slug: good-chip, vendor: X, name: Good, kind: gpu, memory_capacity_bytes: 1000, memory_bandwidth_bytes_per_s: 1.0e+9,"
+        " peak_bf16_flops_per_s: 1.0e+12, as_of: 2024-01-01, sources: [x]}\n"
+        "- {slug: bad-chip, vendor: X, name: Bad, kind: gpu, memory_capacity_bytes: 1000, memory_bandwidth_bytes_per_s: 0,"
+        " peak_bf16_flops_per_s: 1.0e+12, as_of: 2024-01-01, sources: [x]}\n"
+    )
+    with pytest.raises(Exception, match="memory_bandwidth_bytes_per_s"):
+        catalog_load(data_dir=tmp_path)
+    assert not Chip.objects.exists()

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from hwcatalog.models import ModelArch
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
+
+# (fixture, published total parameters, published active or None, KV bytes/token at bf16)
+REAL_CONFIGS = [
+    ("llama-3.1-8b.json", 8.03e9, None, 131_072),
+    ("mistral-7b-v0.1.json", 7.24e9, None, 131_072),
+    ("qwen2.5-7b.json", 7.61e9, None, 57_344),
+    ("mixtral-8x7b.json", 46.7e9, 12.9e9, 131_072),
+    ("deepseek-v3.json", 671e9, 37e9, 61 * 576 * 2),
+    ("gpt-j-6b.json", 6.05e9, None, 458_752),
+]
+
+
+def _load(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.mark.parametrize(("fixture", "total", "active", "kv_bytes"), REAL_CONFIGS)
+def test_importing_a_real_config_gives_the_published_sizes(token_client, fixture, total, active, kv_bytes):
+    slug = fixture.removesuffix(".json").replace("_", "-") + "-imported"
+    response = token_client.post("/api/v1/models/import/", {"slug": slug, "config": _load(fixture)}, format="json")
+    assert response.status_code == 201, response.json()
+    model = ModelArch.objects.get(slug=slug)
+    assert model.total_params == pytest.approx(total, rel=0.02)
+    if active:
+        assert model.active_params == pytest.approx(active, rel=0.02)
+    assert model.kv_cache_bytes_per_token("bf16") == kv_bytes
+
+
+def test_a_config_json_upload_works_as_multipart(token_client):
+    upload = io.BytesIO((FIXTURES / "mixtral-8x7b.json").read_bytes())
+    upload.name = "config.json"
+    response = token_client.post("/api/v1/models/import/", {"slug": "mixtral-upload", "config_file": upload}, format="multipart")
+    assert response.status_code == 201
+    assert response.json()["detected_style"] == "mixtral"
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({"model_type": "llama", "hidden_size": 4096}, "num_hidden_layers"),
+        ({**json.loads((FIXTURES / "llama-3.1-8b.json").read_text()), "num_hidden_layers": -2}, "num_hidden_layers"),
+        ({**json.loads((FIXTURES / "llama-3.1-8b.json").read_text()), "hidden_size": "4096"}, "hidden_size"),
+        ({**json.loads((FIXTURES / "llama-3.1-8b.json").read_text()), "num_key_value_heads": 7}, "num_kv_heads"),
+        ({"model_type": "unicorn"}, "model_type"),
+        ([1, 2, 3], "config"),
+    ],
+)
+def test_a_bad_config_gets_400_naming_the_field_and_stores_nothing(token_client, config, field):
+    response = token_client.post("/api/v1/models/import/", {"slug": "bad-one", "config": config}, format="json")
+    assert response.status_code == 400
+    assert field in json.dumps(response.json())
+    assert not ModelArch.objects.filter(slug="bad-one").exists()
+
+
+def test_a_file_that_is_not_json_gets_400(token_client):
+    upload = io.BytesIO(b"\x89PNG not json at all")
+    upload.name = "config.json"
+    response = token_client.post("/api/v1/models/import/", {"slug": "png", "config_file": upload}, format="multipart")
+    assert response.status_code == 400 and "config_file" in response.json()
+
+
+def test_a_ten_megabyte_upload_gets_400(token_client):
+    upload = io.BytesIO(b"{" + b" " * 10_000_000 + b"}")
+    upload.name = "config.json"
+    response = token_client.post("/api/v1/models/import/", {"slug": "huge", "config_file": upload}, format="multipart")
+    assert response.status_code == 400 and "config_file" in response.json()
+    assert not ModelArch.objects.filter(slug="huge").exists()
+
+
+def test_an_anonymous_import_gets_401(db, anonymous_client):
+    response = anonymous_client.post("/api/v1/models/import/", {"slug": "x", "config": _load("llama-3.1-8b.json")}, format="json")
+    assert response.status_code == 401
+
+
+def test_importing_over_an_existing_slug_gets_400(catalog, token_client):
+    response = token_client.post("/api/v1/models/import/", {"slug": "llama-3.1-8b", "config": _load("llama-3.1-8b.json")}, format="json")
+    assert response.status_code == 400 and "slug" in response.json()
+
+
+def test_the_importmodel_command_imports_and_rejects(db, tmp_path, capsys):
+    call_command("importmodel", str(FIXTURES / "deepseek-v3.json"), "--slug", "dsv3-cli")
+    assert "dsv3-cli" in capsys.readouterr().out
+    assert ModelArch.objects.get(slug="dsv3-cli").attention_kind == "mla"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model_type": "llama", "hidden_size": -1}')
+    with pytest.raises(CommandError, match="hidden_size"):
+        call_command("importmodel", str(bad), "--slug", "bad-cli")
+    assert not ModelArch.objects.filter(slug="bad-cli").exists()
+
+
+def test_the_admin_imports_a_config(admin_client):
+    with (FIXTURES / "gpt-j-6b.json").open("rb") as handle:
+        response = admin_client.post("/admin/hwcatalog/modelarch/import-hf/", {"slug": "gptj-admin", "config_file": handle})
+    assert response.status_code == 302
+    assert ModelArch.objects.get(slug="gptj-admin").ffn_kind == "plain"
