@@ -194,13 +194,14 @@ if REDIS_URL:
 else:
     # kombu's filesystem transport: a broker that needs no server (embedded mode).
     _broker_dir = Path(env_str("HWPLANNER_BROKER_DIR", str(VAR_DIR / "broker")))
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = None
