@@ -183,6 +183,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"ChipKindEnum": "hwcatalog.models.Chip.Kind", "DtypeEnum": "planner.engine.units.DTYPES"},
 }
 
 # --- Celery ---------------------------------------------------------------------------

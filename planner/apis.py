@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from planner import selectors, services
+from planner.exports import plan_csv
+from planner.models import Plan
+from planner.serializers import EstimateInputSerializer, PlanInputSerializer
+
+
+class EstimateApi(APIView):
+    """Estimate one configuration: TTFT, TPOT, tokens/s, memory, bounds, MFU/MBU, $/1M tokens, J/token.
+
+    Computes and stores nothing, so it is open to anonymous clients."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=EstimateInputSerializer, responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The estimate")})
+    def post(self, request):
+        serializer = EstimateInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(services.estimate_compute(data=serializer.validated_data))
+
+
+class PlanOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Plan
+        fields = [
+            "id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens",
+            "pinned", "created_at", "calibration_used", "results", "catalog_snapshot",
+        ]  # fmt: skip
+
+
+class PlanSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Plan
+        fields = ["id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned", "created_at"]
+
+
+class PlanListCreateApi(ListAPIView):
+    """List stored plans (newest first; filter `model`), or search + rank + store a new one."""
+
+    serializer_class = PlanSummarySerializer
+    filter_backends: list = []
+
+    def get_queryset(self):
+        return selectors.plan_list(model_slug=self.request.query_params.get("model"))
+
+    @extend_schema(request=PlanInputSerializer, responses={201: PlanOutputSerializer})
+    def post(self, request):
+        serializer = PlanInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            plan = services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
+        except services.PlanTooLarge as exc:
+            return Response({"hardware": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(PlanOutputSerializer(plan).data, status=status.HTTP_201_CREATED)
+
+
+def _plan_or_404(plan_id) -> Plan:
+    try:
+        return selectors.plan_get(plan_id=plan_id)
+    except Plan.DoesNotExist:
+        raise Http404("No such plan.") from None
+
+
+class PlanDetailApi(APIView):
+    @extend_schema(responses={200: PlanOutputSerializer})
+    def get(self, request, plan_id):
+        return Response(PlanOutputSerializer(_plan_or_404(plan_id)).data)
+
+
+class PlanExportCsvApi(APIView):
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    def get(self, request, plan_id):
+        plan = _plan_or_404(plan_id)
+        response = HttpResponse(plan_csv(plan), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="plan-{plan.id}.csv"'
+        return response

@@ -1,0 +1,105 @@
+"""Catalog rows -> engine specs. The engine never sees ORM objects.
+
+Also records the values used, so a Plan can store the catalog snapshot it was built from."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from hwcatalog import architecture
+from hwcatalog.models import Chip, ModelArch, Offering
+from planner.engine.efficiency import Efficiency
+from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec
+from planner.models import Calibration
+
+
+def model_spec(model: ModelArch) -> ModelSpec:
+    shape = model.shape()
+    return ModelSpec(
+        slug=model.slug,
+        total_params=float(model.total_params),
+        active_params=float(model.active_params or model.total_params),
+        embedding_params=float(architecture.embedding_params(shape)),
+        lm_head_params=float(architecture.lm_head_params(shape)),
+        num_layers=model.num_layers,
+        hidden_size=model.hidden_size,
+        num_attention_heads=model.num_attention_heads,
+        num_kv_heads=model.num_kv_heads,
+        head_dim=model.head_dim,
+        kv_cache_elements_per_token=float(architecture.kv_cache_elements_per_token(shape)),
+        attention_kind=model.attention_kind,
+        tie_word_embeddings=model.tie_word_embeddings,
+        kv_lora_rank=model.kv_lora_rank,
+        qk_rope_head_dim=model.qk_rope_head_dim,
+        num_experts=model.num_experts,
+        experts_per_token=model.experts_per_token,
+        moe_layer_count=(model.moe_layer_count or model.num_layers) if model.is_moe else None,
+        params_per_expert=float(architecture.params_per_expert(shape)) if model.is_moe else None,
+        generation_kind=model.generation_kind,
+        default_block_size=model.default_block_size,
+        max_context_tokens=model.max_context_tokens,
+    )
+
+
+def chip_spec(chip: Chip) -> ChipSpec:
+    return ChipSpec(
+        slug=chip.slug,
+        kind=chip.kind,
+        vendor=chip.vendor,
+        memory_capacity_bytes=float(chip.memory_capacity_bytes),
+        memory_bandwidth_bytes_per_s=chip.memory_bandwidth_bytes_per_s,
+        peak_flops_per_s=chip.peak_flops_per_s(),
+        on_chip_sram_bytes=float(chip.on_chip_sram_bytes) if chip.on_chip_sram_bytes else None,
+        link_bandwidth_bytes_per_s=chip.link_bandwidth_bytes_per_s,
+        link_latency_s=chip.link_latency_s,
+        chips_per_node=chip.chips_per_node,
+        tdp_watts=chip.tdp_watts,
+    )
+
+
+def offering_spec(offering: Offering) -> OfferingSpec:
+    return OfferingSpec(
+        slug=offering.slug,
+        pricing_model=offering.pricing_model,
+        usd_per_chip_hour=offering.usd_per_chip_hour,
+        purchase_usd_per_chip=offering.purchase_usd_per_chip,
+        amortisation_years=offering.amortisation_years,
+        power_usd_per_kwh=offering.power_usd_per_kwh,
+        pue=offering.pue,
+    )
+
+
+def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:
+    """The newest active calibration per (chip, weight dtype)."""
+    newest: dict[tuple[str, str], Efficiency] = {}
+    rows = Calibration.objects.filter(chip_slug__in=list(chip_slugs), active=True).order_by("chip_slug", "weight_dtype", "-version")
+    for row in rows:
+        key = (row.chip_slug, row.weight_dtype)
+        if key not in newest:
+            newest[key] = Efficiency(
+                compute_fraction=row.compute_fraction,
+                bandwidth_fraction=row.bandwidth_fraction,
+                step_overhead_s=row.step_overhead_s,
+                link_bandwidth_fraction=row.link_bandwidth_fraction,
+                source=row.label,
+            )
+    return newest
+
+
+_SNAPSHOT_EXCLUDE = {"id", "created_at", "updated_at"}
+
+
+def snapshot(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """JSON-safe copy of catalog rows as used (for Plan.catalog_snapshot)."""
+    out = []
+    for row in rows:
+        values = {}
+        for field in row._meta.concrete_fields:
+            if field.name in _SNAPSHOT_EXCLUDE:
+                continue
+            value = getattr(row, field.attname)
+            values[field.name] = value.isoformat() if hasattr(value, "isoformat") else value
+        if isinstance(row, Offering):
+            values["chip"] = row.chip.slug
+        out.append(values)
+    return out

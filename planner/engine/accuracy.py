@@ -1,0 +1,163 @@
+"""Accuracy against measured runs: parse the measurements CSV, predict each row,
+and summarise the absolute percentage errors (MdAPE, MAPE) overall, by chip kind
+and by metric. The CSV format is /work/shared/reference/README.md's; the Django
+side looks the specs up in the catalog and calls these pure functions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .dtypes import default_kv_dtype
+from .efficiency import Calibration, Efficiency
+from .estimate import Estimate, estimate
+from .specs import Autoregressive, BlockDiffusion, ChipSpec, Decoding, Deployment, Diffusion, ModelSpec, Speculative, Workload
+
+METRICS = ("decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s", "tpot_s", "speedup_vs_ar")
+
+
+def absolute_percentage_error(predicted: float, measured: float) -> float:
+    """|predicted - measured| / measured, in percent."""
+    if measured == 0:
+        raise ValueError("measured value is zero: percentage error undefined")
+    return abs(predicted - measured) / abs(measured) * 100.0
+
+
+def _stats(errors: Sequence[float]) -> dict[str, float]:
+    return {"mdape": statistics.median(errors), "mape": statistics.fmean(errors), "count": len(errors)}
+
+
+def summarize(rows: Iterable[Mapping]) -> dict:
+    """rows: mappings with predicted, measured, metric and chip_kind (an `ape` key,
+    if present, is used as is). Errors in percent."""
+    items = [dict(r) for r in rows]
+    if not items:
+        return {"mdape": float("nan"), "mape": float("nan"), "by_chip_kind": {}, "by_metric": {}, "count": 0}
+    for r in items:
+        r.setdefault("ape", absolute_percentage_error(float(r["predicted"]), float(r["measured"])))
+    out = _stats([r["ape"] for r in items])
+    for key, name in (("chip_kind", "by_chip_kind"), ("metric", "by_metric")):
+        groups: dict[str, list[float]] = {}
+        for r in items:
+            groups.setdefault(str(r.get(key, "")), []).append(r["ape"])
+        out[name] = {g: _stats(e) for g, e in sorted(groups.items())}
+    return out
+
+
+def predict_metric(metric: str, estimate_: Estimate) -> float:
+    """The number an Estimate predicts for a measured metric name."""
+    if metric == "decode_tokens_per_s_per_user":
+        return estimate_.tokens_per_s_per_user
+    if metric == "output_tokens_per_s":  # total over all chips
+        return estimate_.output_tokens_per_s_total
+    if metric == "ttft_s":
+        return estimate_.ttft_s
+    if metric == "tpot_s":
+        return estimate_.tpot_s
+    if metric == "speedup_vs_ar":  # the same deployment decoding autoregressively
+        return estimate_.speedup_vs_ar
+    raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    id: str
+    model: str
+    chip: str
+    chip_count: int
+    tensor_parallel: int | None
+    weight_dtype: str
+    kv_dtype: str | None
+    batch: int | str  # an int, or "max" for a max-throughput measurement
+    prompt_tokens: int
+    output_tokens: int
+    decoding: str
+    decoding_params: Mapping = field(default_factory=dict)
+    metric: str = ""
+    value: float = 0.0
+    engine: str = ""
+    source: str = ""
+    notes: str = ""
+
+
+def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
+    """Parse the measurements CSV (header first; extra columns ignored)."""
+    rows = []
+    for r in csv.DictReader(lines):
+        batch = r["batch"].strip()
+        rows.append(
+            MeasuredRow(
+                id=r["id"], model=r["model"], chip=r["chip"], chip_count=int(r["chip_count"]),
+                tensor_parallel=int(r["tensor_parallel"]) if r["tensor_parallel"].strip() else None,
+                weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"].strip() or None,
+                batch="max" if batch == "max" else int(batch), prompt_tokens=int(r["prompt_tokens"]),
+                output_tokens=int(r["output_tokens"]), decoding=r["decoding"],
+                decoding_params=json.loads(r["decoding_params"]) if r["decoding_params"].strip() else {},
+                metric=r["metric"], value=float(r["value"]), engine=r.get("engine", ""), source=r.get("source", ""),
+                notes=r.get("notes", ""),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:
+    """A Decoding from the CSV's decoding + decoding_params columns."""
+    if kind == "ar":
+        return Autoregressive()
+    if kind == "speculative":
+        if draft is None:
+            raise ValueError("speculative decoding needs the draft ModelSpec (decoding_params.draft_model)")
+        return Speculative(
+            draft=draft, draft_tokens=int(params.get("draft_tokens", 4)), acceptance_rate=params.get("acceptance_rate"),
+            mean_accepted_tokens=params.get("mean_accepted_tokens"), draft_weight_dtype=params.get("draft_weight_dtype"),
+        )  # fmt: skip
+    if kind == "diffusion":
+        adaptive = bool(params.get("adaptive_window", False))
+        return Diffusion(steps=int(params["steps"]), window_tokens=params.get("window_tokens"), adaptive_window=adaptive)
+    if kind == "block_diffusion":
+        steps = params.get("steps_per_block")
+        return BlockDiffusion(
+            block_size=int(params.get("block_size", 32)), steps_per_block=int(steps) if steps is not None else None,
+            tokens_per_forward=None if steps is not None else float(params.get("tokens_per_forward", 1.0)),
+            expected_answer_tokens=params.get("expected_answer_tokens"), focus_fraction=float(params.get("focus_fraction", 1.0)),
+        )  # fmt: skip
+    raise ValueError(f"unknown decoding {kind!r}")
+
+
+def choose_layout(row: MeasuredRow, model: ModelSpec, chip: ChipSpec) -> tuple[int, int]:
+    """(tp, pp) for a row: the stated TP; else llama.cpp's default layer split
+    (`--split-mode layer`: one pipeline stage per GPU); else the largest TP that
+    fits a node and divides the heads, with pipeline stages for the rest."""
+    count = row.chip_count
+    if row.tensor_parallel:
+        return row.tensor_parallel, 1
+    if "llama.cpp" in row.engine.lower():
+        return 1, count
+    tp = 1
+    while tp * 2 <= min(count, chip.node_size) and model.num_attention_heads % (tp * 2) == 0 and count % (tp * 2) == 0:
+        tp *= 2
+    return tp, count // tp
+
+
+def predict_row(
+    row: MeasuredRow,
+    model: ModelSpec,
+    chip: ChipSpec,
+    *,
+    draft: ModelSpec | None = None,
+    efficiency: Efficiency | None = None,
+    calibration: Calibration | None = None,
+) -> Estimate:
+    """Estimate the configuration a measured row describes."""
+    tp, pp = choose_layout(row, model, chip)
+    deployment = Deployment(
+        chip=chip, chip_count=row.chip_count, tensor_parallel=tp, pipeline_parallel=pp, weight_dtype=row.weight_dtype,
+        kv_dtype=row.kv_dtype or default_kv_dtype(row.weight_dtype, chip),
+        decoding=decoding_from_params(row.decoding, row.decoding_params, draft),
+    )  # fmt: skip
+    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens)
+    return estimate(model, deployment, workload, batch=row.batch, efficiency=efficiency, calibration=calibration)

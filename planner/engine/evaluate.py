@@ -1,0 +1,289 @@
+"""The one vectorised evaluation path: every candidate of a grid with array
+expressions. Python loops run only over chips and decoding settings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import reasons
+from .cost import energy_per_token_j, power_fraction
+from .decoding import DecodeOutcome, autoregressive, evaluate_decoding
+from .dtypes import ComputeTable, compute_table
+from .efficiency import Calibration, Efficiency, efficiency_table
+from .forward import PhaseCost, forward_cost
+from .grid import CandidateGrid
+from .hardware import LPU, TPU, CandidateHardware, candidate_hardware, chip_table
+from .memory import memory_fit
+from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
+from .serving import serving_metrics
+from .specs import Autoregressive, ChipSpec, Decoding, ModelSpec, Speculative, Workload
+from .units import DTYPE_BYTES, DTYPE_BYTES_ARRAY, DTYPE_CODE, TPU_MIN_PREFILL_BUCKET_TOKENS, next_power_of_two
+
+CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
+
+_PHASE_KEYS = ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "comm_s", "overhead_s", "time_s",
+               "intensity_flop_per_byte", "ridge_flop_per_byte", "bound")  # fmt: skip
+
+
+def evaluate(
+    model: ModelSpec,
+    chips: Sequence[ChipSpec],
+    grid: CandidateGrid,
+    workload: Workload,
+    decodings: Sequence[Decoding] = (Autoregressive(),),
+    *,
+    efficiency: Efficiency | None = None,
+    calibration: Calibration | None = None,
+    disaggregated: bool = False,
+) -> Results:
+    """Evaluate every candidate of `grid`; grid.decoding_index indexes `decodings`.
+
+    What does not depend on the decoding method (prefill, the autoregressive
+    reference, layout) is computed once over the whole grid; the rest per method
+    on contiguous blocks of it.
+    """
+    chips, decodings = tuple(chips), tuple(decodings)
+    compute = compute_table(chips)
+    context = EvaluationContext(
+        model, chips, workload, decodings, compute, efficiency_table(chips, calibration=calibration, override=efficiency), disaggregated
+    )
+    if len(grid) <= CHUNK_CANDIDATES:
+        return _evaluate_chunk(context, grid)
+    chunks = [
+        _evaluate_chunk(context, grid.take(slice(start, start + CHUNK_CANDIDATES)))
+        for start in range(0, len(grid), CHUNK_CANDIDATES)
+    ]
+    return concatenate_results(chunks, grid)
+
+
+def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
+    chips, decodings, workload = context.chips, context.decodings, context.workload
+    compute = context.compute
+    hw = candidate_hardware(chip_table(chips), grid, compute, context.efficiency)
+    shared = _shared(context, grid, hw)
+    parts = []
+    for d, index in enumerate(_decoding_blocks(grid.decoding_index, len(decodings))):
+        size = _size(index)
+        if size == 0:
+            continue
+        whole = size == len(grid)
+        sub = (grid, hw, shared) if whole else (grid.take(index), hw.take(index), shared.take(index))
+        parts.append((index, _evaluate_one_decoding(context, decodings[d], *sub)))
+    arrays = _assemble(parts, len(grid))
+    ridge = hw.peak_flops_per_s / hw.bandwidth_bytes_per_s
+    prefill = PhaseArrays.from_cost(shared.prefill, ridge)
+    decode = PhaseArrays(ridge_flop_per_byte=ridge, **{k: arrays.pop("decode_" + k) for k in _PHASE_KEYS if k != "ridge_flop_per_byte"})
+    arrays.update(
+        replicas=hw.replicas,
+        batch_per_replica=hw.batch_per_replica,
+        compute_dtype=hw.compute_code,
+        ar_tpot_s=shared.ar_tpot_s,
+        prefill_s=shared.prefill_one_s,
+        prefill_batched_s_per_prompt=shared.prefill_batched_s,
+        prefill_tokens=shared.tokens,
+        prefill_padded_tokens=np.maximum(shared.tokens - workload.prompt_tokens, 0.0),
+        usable_bytes_per_chip=hw.usable_memory_bytes,
+    )
+    return results_from_arrays(context, grid, prefill, decode, arrays)
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """Arrays every decoding method needs and none changes."""
+
+    tokens: np.ndarray  # prompt tokens after bucket padding
+    prefill: PhaseCost  # one prompt alone
+    prefill_one_s: np.ndarray
+    prefill_batched_s: np.ndarray  # per prompt, prefilling b prompts together
+    ar: DecodeOutcome
+    ar_tpot_s: np.ndarray
+
+    def take(self, index) -> _Shared:
+        ar = self.ar
+        ar_part = replace(
+            ar, step=ar.step.take(index), token_time_s=ar.token_time_s[index], first_token_extra_s=ar.first_token_extra_s[index],
+            achieved_flops_per_s_per_chip=ar.achieved_flops_per_s_per_chip[index],
+            achieved_bytes_per_s_per_chip=ar.achieved_bytes_per_s_per_chip[index],
+        )  # fmt: skip
+        return _Shared(
+            self.tokens[index], self.prefill.take(index), self.prefill_one_s[index], self.prefill_batched_s[index], ar_part,
+            self.ar_tpot_s[index],
+        )  # fmt: skip
+
+
+def _shared(ctx: EvaluationContext, grid: CandidateGrid, hw: CandidateHardware) -> _Shared:
+    model, workload = ctx.model, ctx.workload
+    tokens = prompt_bucket_tokens(hw.kind_code, workload.prompt_tokens)
+    has_prompt = tokens > 0
+    one = _prefill(model, hw, tokens, np.ones(len(grid)))
+    batched = _prefill(model, hw, tokens, hw.batch_per_replica)
+    prefill_one_s = np.where(has_prompt, one.time_s, 0.0)
+    prefill_batched_s = np.where(has_prompt, batched.time_s / hw.batch_per_replica, 0.0)
+    ar = autoregressive(model, hw, workload)
+    ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s)
+    return _Shared(tokens, one, prefill_one_s, prefill_batched_s, ar, ar_serve.tpot_s)
+
+
+def _decoding_blocks(decoding_index: np.ndarray, count: int) -> list[slice | np.ndarray]:
+    """Candidates of each decoding setting: slices when the grid is sorted by
+    setting (cartesian_grid builds it so), index arrays otherwise."""
+    if len(decoding_index) == 0 or np.all(decoding_index[1:] >= decoding_index[:-1]):
+        bounds = np.searchsorted(decoding_index, np.arange(count + 1))
+        return [slice(int(bounds[d]), int(bounds[d + 1])) for d in range(count)]
+    return [np.flatnonzero(decoding_index == d) for d in range(count)]
+
+
+def _size(index: slice | np.ndarray) -> int:
+    return index.stop - index.start if isinstance(index, slice) else len(index)
+
+
+def _assemble(parts: list[tuple[slice | np.ndarray, dict[str, np.ndarray]]], n: int) -> dict[str, np.ndarray]:
+    if len(parts) == 1 and _size(parts[0][0]) == n:
+        return parts[0][1]
+    if all(isinstance(index, slice) for index, _ in parts):  # contiguous blocks, in order
+        return {key: np.concatenate([values[key] for _, values in parts]) for key in parts[0][1]}
+    out: dict[str, np.ndarray] = {}
+    for index, values in parts:
+        for key, value in values.items():
+            if key not in out:
+                out[key] = np.zeros(n, dtype=np.asarray(value).dtype)
+            out[key][index] = value
+    return out
+
+
+def prompt_bucket_tokens(kind_code: np.ndarray, prompt_tokens: int) -> np.ndarray:
+    """TPU serving stacks pad prompts up to power-of-two buckets (JetStream/MaxText
+    prefill buckets); every other chip runs the prompt as is."""
+    if prompt_tokens <= 0:
+        return np.zeros(np.shape(kind_code))
+    bucket = max(float(next_power_of_two(prompt_tokens)), TPU_MIN_PREFILL_BUCKET_TOKENS)
+    return np.where(kind_code == TPU, bucket, float(prompt_tokens))
+
+
+def _prefill(model: ModelSpec, hw: CandidateHardware, tokens: np.ndarray, sequences: np.ndarray):
+    """Causal prefill: P^2/2 (query, key) pairs, i.e. 2*L*H*d_h*P^2 FLOPs, half of
+    LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask."""
+    return forward_cost(
+        model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=tokens * tokens / 2.0, kv_read_tokens=0.0,
+        kv_write_tokens=tokens, attention_flops_per_pair=model.prefill_attention_flops_per_pair,
+    )  # fmt: skip
+
+
+def _draft_arrays(decoding: Decoding, grid: CandidateGrid, hw: CandidateHardware, compute: ComputeTable):
+    if not isinstance(decoding, Speculative) or decoding.draft_weight_dtype is None:
+        return hw.peak_flops_per_s, hw.weight_bytes_per_param, np.zeros(len(grid), dtype=bool)
+    code = DTYPE_CODE[decoding.draft_weight_dtype]
+    peak = compute.peak_flops_per_s[grid.chip_index, code]
+    return peak, np.full(len(grid), DTYPE_BYTES_ARRAY[code]), compute.compute_code[grid.chip_index, code] < 0
+
+
+def _evaluate_one_decoding(
+    ctx: EvaluationContext, decoding: Decoding, grid: CandidateGrid, hw: CandidateHardware, shared: _Shared
+) -> dict[str, np.ndarray]:
+    model, workload = ctx.model, ctx.workload
+    draft_peak, draft_beta, draft_no_math = _draft_arrays(decoding, grid, hw, ctx.compute)
+    if isinstance(decoding, Autoregressive):
+        outcome = shared.ar
+    else:
+        outcome = evaluate_decoding(
+            decoding, model, hw, workload, draft_peak_flops_per_s=draft_peak, draft_weight_bytes_per_param=draft_beta
+        )
+    serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s)
+    draft = decoding.draft if isinstance(decoding, Speculative) else None
+    mem = memory_fit(
+        model, hw, footprint=outcome.footprint, prompt_tokens=shared.tokens, draft=draft, draft_weight_bytes_per_param=draft_beta
+    )
+    mfu = outcome.achieved_flops_per_s_per_chip / np.maximum(hw.peak_flops_per_s, 1e-30)
+    mbu = outcome.achieved_bytes_per_s_per_chip / hw.bandwidth_bytes_per_s
+    watts = hw.tdp_watts * power_fraction(mfu, mbu)
+    total_chips = grid.chip_count + serve.prefill_chips
+    out = {
+        "reason": _reasons(ctx, grid, hw, mem, serve, draft_no_math),
+        "ttft_s": serve.ttft_s,
+        "tpot_s": serve.tpot_s,
+        "tokens_per_s_per_user": serve.tokens_per_s_per_user,
+        "output_tokens_per_s_total": serve.output_tokens_per_s_total,
+        "decode_token_time_s": outcome.token_time_s,
+        "speedup_vs_ar": shared.ar_tpot_s / serve.tpot_s,
+        "queue_wait_s": serve.queue_wait_s,
+        "prefill_utilisation": serve.prefill_utilisation,
+        "concurrency_needed": serve.concurrency_needed,
+        "prefill_chips": serve.prefill_chips,
+        "total_chips": total_chips.astype(float),
+        "weights_bytes_per_chip": mem.weights_bytes_per_chip,
+        "kv_bytes_per_chip": mem.kv_bytes_per_chip,
+        "kv_bytes_per_sequence_per_chip": np.broadcast_to(mem.kv_bytes_per_sequence_per_chip, (len(grid),)).copy(),
+        "activation_bytes_per_chip": mem.activation_bytes_per_chip,
+        "max_concurrency": mem.max_concurrency_per_replica * hw.replicas,
+        "tokens_per_step": np.full(len(grid), outcome.tokens_per_step),
+        "mfu": mfu,
+        "mbu": mbu,
+        "power_w_per_chip": watts,
+        "energy_per_output_token_j": energy_per_token_j(total_chips, watts, serve.output_tokens_per_s_total),
+        "energy_per_output_token_upper_j": energy_per_token_j(total_chips, hw.tdp_watts, serve.output_tokens_per_s_total),
+    }
+    step = outcome.step
+    for k in ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "comm_s", "overhead_s", "time_s"):
+        out["decode_" + k] = getattr(step, k)
+    out["decode_intensity_flop_per_byte"] = step.intensity_flop_per_byte
+    out["decode_bound"] = step.bound
+    return out
+
+
+def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s):
+    return serving_metrics(
+        concurrency=grid.batch.astype(float),
+        replicas=hw.replicas,
+        batch_per_replica=hw.batch_per_replica,
+        chips_per_replica=hw.tensor_parallel * hw.pipeline_parallel,
+        prefill_one_s=prefill_one_s,
+        prefill_batched_per_prompt_s=prefill_batched_s,
+        token_time_s=outcome.token_time_s,
+        first_token_extra_s=outcome.first_token_extra_s,
+        needs_prefill=outcome.needs_prefill,
+        delivered_tokens=outcome.delivered_tokens,
+        request_rate_per_s=ctx.workload.request_rate_per_s,
+        disaggregated=ctx.disaggregated,
+    )
+
+
+def _reasons(ctx, grid, hw, mem, serve, draft_no_math) -> np.ndarray:
+    """First failing check per candidate, in the order of reasons.py."""
+    model, workload = ctx.model, ctx.workload
+    tp, pp = grid.tensor_parallel, grid.pipeline_parallel
+    per_replica = tp * pp
+    min_lpu_chips = np.ceil(model.total_params * hw.weight_bytes_per_param / hw.usable_memory_bytes)
+    context_tokens = workload.context_tokens
+    inf = np.inf
+    checks = [
+        (reasons.TP_NOT_DIVIDING_HEADS, model.num_attention_heads % np.maximum(tp, 1) != 0),
+        (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
+         | ((tp > hw.node_size) & (hw.kind_code != LPU)) | (pp > model.num_layers)),  # fmt: skip
+        (reasons.NO_MATH_PATH, (hw.compute_code < 0) | draft_no_math),
+        (reasons.LPU_TOO_FEW_CHIPS, (hw.kind_code == LPU) & (per_replica < min_lpu_chips)),
+        (reasons.WEIGHTS_DONT_FIT, ~mem.weights_fit),
+        (reasons.CONTEXT_TOO_LONG, np.full(len(grid), context_tokens > model.max_context_tokens)),
+        (reasons.KV_DOESNT_FIT, hw.batch_per_replica > mem.max_concurrency_per_replica),
+        (reasons.OVERLOADED, serve.prefill_utilisation >= 1.0),
+        (reasons.TTFT_SLO_MISSED, serve.ttft_s > (workload.ttft_slo_s or inf)),
+        (reasons.TPOT_SLO_MISSED, serve.tpot_s > (workload.tpot_slo_s or inf)),
+        (reasons.TOO_FEW_SLOTS, np.nan_to_num(serve.concurrency_needed, nan=0.0) > grid.batch),
+    ]
+    reason = np.zeros(len(grid), dtype=np.int64)
+    for code, failed in reversed(checks):
+        reason = np.where(failed, code, reason)
+    return reason
+
+
+def weights_total_bytes(model: ModelSpec, weight_dtype: str) -> float:
+    return model.total_params * DTYPE_BYTES[weight_dtype]
+
+
+def lpu_min_chips(model: ModelSpec, chip: ChipSpec, weight_dtype: str) -> int:
+    """Chips an LPU deployment needs just to hold the weights in SRAM."""
+    sram = chip.on_chip_sram_bytes or chip.memory_capacity_bytes
+    return math.ceil(weights_total_bytes(model, weight_dtype) / sram)

@@ -1,0 +1,158 @@
+"""FLOPs, bytes and time of one forward pass of a replica, element-wise over
+candidates. Every phase (prefill, decode, verification, a diffusion step) is a
+forward with a different number of query tokens and attention pairs.
+
+Per step and per chip (PLANNER_MATH.md, after LLM-Viewer `model_analyzer.py` and
+llm-analysis `analysis.py`):
+    FLOPs = [b*q*2*N_matmul + b*pairs*attention_flops_per_pair] / (tp*pp)
+    bytes = weights touched / (tp*pp) + b*(kv read + kv written)*kv_bytes*share / pp
+            + activations b*q*d*beta*L*passes / pp
+    time  = pp*(max(FLOPs/(eta_c*peak), bytes/(eta_m*BW)) + TP comm) + PP p2p + overhead
+(Roofline: Williams, Waterman, Patterson, CACM 2009.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .hardware import CandidateHardware
+from .parallel import pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
+from .specs import ModelSpec
+from .units import ACTIVATION_PASSES_PER_LAYER
+
+COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
+BOUND_NAMES = ("compute", "memory", "interconnect")
+
+
+def experts_touched(num_experts: float, experts_per_token: float, tokens: np.ndarray) -> np.ndarray:
+    """Distinct experts a layer reads for `tokens` tokens under uniform routing:
+    E*(1 - (1 - k/E)^tokens) (each expert is missed by a token w.p. 1 - k/E)."""
+    return num_experts * (1.0 - np.power(1.0 - experts_per_token / num_experts, tokens))
+
+
+def params_read(model: ModelSpec, tokens: np.ndarray) -> np.ndarray:
+    """Parameters streamed from memory by one forward over `tokens` tokens.
+
+    Everything but the untied input embedding (only b rows are gathered) and the
+    routed experts nobody picked. The LM head is read in full (tied or not).
+    """
+    dense = float(model.total_params) - model.gathered_params - model.routed_expert_params
+    if not model.is_moe:
+        return np.full(np.shape(tokens), dense)
+    touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
+    return dense + model.moe_layer_count * model.params_per_expert * touched
+
+
+def kv_share_per_chip(model: ModelSpec, tensor_parallel: np.ndarray) -> np.ndarray:
+    """Share of a token's KV bytes one TP rank holds: max(H_kv/tp, 1)/H_kv
+    (KV heads are replicated once tp > H_kv; llm-analysis). MLA's latent cache
+    is not split by heads, so every rank holds all of it."""
+    if model.attention_kind == "mla":
+        return np.ones(np.shape(tensor_parallel))
+    return np.maximum(model.num_kv_heads / tensor_parallel, 1.0) / model.num_kv_heads
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One forward (or one pipeline cycle) per candidate; all arrays of length n."""
+
+    flops_per_chip: np.ndarray
+    bytes_per_chip: np.ndarray
+    compute_s: np.ndarray  # on the critical path: pp x one stage
+    memory_s: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+    time_s: np.ndarray
+
+    @property
+    def intensity_flop_per_byte(self) -> np.ndarray:
+        return self.flops_per_chip / np.maximum(self.bytes_per_chip, 1e-30)
+
+    def take(self, index) -> PhaseCost:
+        return PhaseCost(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    @property
+    def bound(self) -> np.ndarray:
+        """compute | memory | interconnect: whichever term is largest."""
+        c, m, x = self.compute_s, self.memory_s, self.comm_s
+        return np.where((c >= m) & (c >= x), COMPUTE, np.where(m >= x, MEMORY, INTERCONNECT))
+
+
+def forward_cost(
+    model: ModelSpec,
+    hw: CandidateHardware,
+    *,
+    sequences: np.ndarray,
+    new_tokens: np.ndarray | float,
+    attention_pairs: np.ndarray | float,
+    kv_read_tokens: np.ndarray | float,
+    kv_write_tokens: np.ndarray | float,
+    attention_flops_per_pair: float | None = None,
+    weight_bytes_per_param: np.ndarray | None = None,
+    peak_flops_per_s: np.ndarray | None = None,
+    flop_scale: float = 1.0,
+) -> PhaseCost:
+    """Cost of a forward where each of `sequences` sequences (per replica) runs
+    `new_tokens` query positions against `attention_pairs` (query, key) pairs,
+    reads `kv_read_tokens` cached tokens and writes `kv_write_tokens`.
+
+    `flop_scale` < 1 skips work on positions (FOCUS); weights are still read.
+    The draft model of speculative decoding passes its own dtype and peak.
+    """
+    tp, pp = hw.tensor_parallel, hw.pipeline_parallel
+    beta_w = hw.weight_bytes_per_param if weight_bytes_per_param is None else weight_bytes_per_param
+    peak = hw.peak_flops_per_s if peak_flops_per_s is None else peak_flops_per_s
+    per_pair = model.attention_flops_per_position if attention_flops_per_pair is None else attention_flops_per_pair
+    micro = pipeline_micro_batches(sequences, pp)
+    seqs = sequences / micro  # sequences per micro-batch
+    tokens = seqs * new_tokens
+    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp)
+    weights = params_read(model, tokens) * beta_w / (tp * pp)
+    kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, tp)
+    kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
+    message = tokens * model.hidden_size * hw.activation_bytes
+    activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
+    nbytes = weights + kv + activations
+    compute_stage = flops / (hw.compute_fraction * np.maximum(peak, 1e-30))
+    memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
+    comm_stage = tensor_parallel_comm_s(model.num_layers / pp, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
+    p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
+    time = pp * (np.maximum(compute_stage, memory_stage) + comm_stage) + p2p + hw.step_overhead_s
+    return PhaseCost(
+        flops_per_chip=flops * micro,
+        bytes_per_chip=nbytes * micro,
+        compute_s=pp * compute_stage,
+        memory_s=pp * memory_stage,
+        comm_s=pp * comm_stage + p2p,
+        overhead_s=np.broadcast_to(hw.step_overhead_s, np.shape(time)).copy(),
+        time_s=time,
+    )
+
+
+def sum_of_max_linear(a_first: np.ndarray, a_last: np.ndarray, b_first: np.ndarray, b_last: np.ndarray, count: int) -> np.ndarray:
+    """Exact sum over j = 0..count-1 of max(a_j, b_j) for two sequences linear in j.
+
+    Block diffusion's per-block step time is max(compute, memory) with both terms
+    linear in the context C_j = P + j*B; summing in closed form keeps the search
+    free of a loop over blocks. The difference a_j - b_j changes sign at most once.
+    """
+    if count <= 0:
+        return np.zeros(np.shape(a_first))
+    n = float(count)
+    span = max(n - 1.0, 1.0)
+    slope_a, slope_b = (a_last - a_first) / span, (b_last - b_first) / span
+    sum_b = n * b_first + slope_b * n * (n - 1.0) / 2.0
+    d0, s = a_first - b_first, slope_a - slope_b  # diff_j = d0 + s*j
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.where(s != 0.0, -d0 / s, 0.0)
+    # Range [lo, hi] of j where diff_j > 0.
+    lo = np.where(s > 0, np.floor(root) + 1.0, 0.0)
+    hi = np.where(s < 0, np.ceil(root) - 1.0, n - 1.0)
+    flat = s == 0.0
+    lo = np.where(flat, np.where(d0 > 0, 0.0, n), np.clip(lo, 0.0, n))
+    hi = np.where(flat, n - 1.0, np.clip(hi, -1.0, n - 1.0))
+    k = np.maximum(hi - lo + 1.0, 0.0)
+    sum_j = np.where(k > 0, (lo + hi) * k / 2.0, 0.0)
+    return sum_b + k * d0 + s * sum_j

@@ -1,0 +1,159 @@
+"""Candidate grids: a struct of NumPy arrays, one entry per configuration."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .dtypes import default_kv_dtype
+from .specs import ChipSpec, ModelSpec
+from .units import DTYPE_BYTES, DTYPE_CODE, DTYPES
+
+DEFAULT_CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_TENSOR_PARALLEL = (1, 2, 4, 8)
+DEFAULT_BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
+# LPU deployments are sized from the SRAM minimum upwards by these factors.
+LPU_COUNT_FACTORS = (1.0, 1.25, 1.5, 2.0)
+LPU_TENSOR_PARALLEL = (8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class CandidateGrid:
+    """Every array has the same length n; codes index DTYPES and the chips tuple."""
+
+    chip_index: np.ndarray
+    chip_count: np.ndarray
+    tensor_parallel: np.ndarray
+    pipeline_parallel: np.ndarray
+    weight_dtype: np.ndarray
+    kv_dtype: np.ndarray
+    batch: np.ndarray  # concurrent sequences of the whole deployment (all replicas)
+    decoding_index: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = len(self.chip_index)
+        for f in fields(self):
+            value = np.asarray(getattr(self, f.name), dtype=np.int64)
+            if value.shape != (n,):
+                raise ValueError(f"grid field {f.name} has shape {value.shape}, expected ({n},)")
+            object.__setattr__(self, f.name, value)
+
+    def __len__(self) -> int:
+        return len(self.chip_index)
+
+    def take(self, index: np.ndarray) -> CandidateGrid:
+        return CandidateGrid(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    @classmethod
+    def single(
+        cls,
+        *,
+        chip_index: int = 0,
+        chip_count: int = 1,
+        tensor_parallel: int = 1,
+        pipeline_parallel: int = 1,
+        weight_dtype: str = "bf16",
+        kv_dtype: str = "bf16",
+        batch: int = 1,
+        decoding_index: int = 0,
+    ) -> CandidateGrid:
+        return cls(
+            chip_index=np.array([chip_index]),
+            chip_count=np.array([chip_count]),
+            tensor_parallel=np.array([tensor_parallel]),
+            pipeline_parallel=np.array([pipeline_parallel]),
+            weight_dtype=np.array([DTYPE_CODE[weight_dtype]]),
+            kv_dtype=np.array([DTYPE_CODE[kv_dtype]]),
+            batch=np.array([batch]),
+            decoding_index=np.array([decoding_index]),
+        )
+
+
+def chip_layouts(
+    chip: ChipSpec,
+    *,
+    max_chip_count: int = 64,
+    tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
+) -> list[tuple[int, int, int]]:
+    """(chip_count, tp, pp) triples: TP within a node, PP across nodes when TP
+    fills the node, the rest data-parallel replicas."""
+    node = chip.node_size
+    counts = {c for c in DEFAULT_CHIP_COUNTS if c <= max_chip_count}
+    counts |= {k * node for k in range(1, max_chip_count // node + 1)}
+    layouts = []
+    for count in sorted(counts):
+        for tp in tensor_parallel_options:
+            if tp > min(node, count) or count % tp:
+                continue
+            layouts.append((count, tp, 1))
+            if tp != min(node, count):
+                continue  # pipeline stages only once TP fills a node
+            pp = 2
+            while tp * pp <= count:
+                if count % (tp * pp) == 0:
+                    layouts.append((count, tp, pp))
+                pp *= 2
+    return layouts
+
+
+def lpu_layouts(chip: ChipSpec, model: ModelSpec, weight_dtypes: Sequence[str]) -> list[tuple[int, int, int]]:
+    """LPUs hold weights in SRAM only: start at the minimum chip count (rounded
+    up to whole nodes) and spread the model over every chip. Their chip-to-chip
+    network spans racks, so TP may exceed a node; PP stays within the layers."""
+    sram = chip.on_chip_sram_bytes or chip.memory_capacity_bytes
+    node = chip.node_size
+    counts = set()
+    for dtype in weight_dtypes:
+        minimum = math.ceil(model.total_params * DTYPE_BYTES[dtype] / sram)
+        for factor in LPU_COUNT_FACTORS:
+            counts.add(math.ceil(minimum * factor / node) * node)
+    layouts = []
+    for count in sorted(counts):
+        for tp in LPU_TENSOR_PARALLEL:
+            if count % tp == 0 and count // tp <= model.num_layers:
+                layouts.append((count, tp, count // tp))
+    return layouts
+
+
+def cartesian_grid(
+    model: ModelSpec,
+    chips: Sequence[ChipSpec],
+    *,
+    weight_dtypes: Sequence[str] = ("bf16", "fp8", "int8", "int4"),
+    kv_dtypes: Sequence[str] | None = None,
+    batches: Sequence[int] = DEFAULT_BATCHES,
+    decoding_count: int = 1,
+    max_chip_count: int = 64,
+    tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
+) -> CandidateGrid:
+    """Every chip x layout x weight dtype x KV dtype x batch x decoding setting.
+
+    kv_dtypes=None uses default_kv_dtype(weight dtype, chip) for each pair.
+    A Python loop runs over chips only; the product itself is array broadcasting.
+    """
+    w_codes = np.array([DTYPE_CODE[d] for d in weight_dtypes])
+    parts = []
+    for chip_index, chip in enumerate(chips):
+        if chip.kind == "lpu":
+            layouts = lpu_layouts(chip, model, weight_dtypes)
+        else:
+            layouts = chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options)
+        if kv_dtypes is None:
+            pairs = np.array([(w, DTYPE_CODE[default_kv_dtype(DTYPES[w], chip)]) for w in w_codes])
+        else:
+            pairs = np.array([(w, DTYPE_CODE[k]) for w in w_codes for k in kv_dtypes])
+        lay = np.array(layouts, dtype=np.int64).reshape(-1, 3)
+        li, pi, bi = (a.ravel() for a in np.meshgrid(np.arange(len(lay)), np.arange(len(pairs)), np.arange(len(batches)), indexing="ij"))
+        parts.append(
+            (np.full(li.shape, chip_index), lay[li, 0], lay[li, 1], lay[li, 2], pairs[pi, 0], pairs[pi, 1],
+             np.asarray(batches, dtype=np.int64)[bi])  # fmt: skip
+        )
+    base = [np.concatenate(col) for col in zip(*parts)] if parts else [np.zeros(0, dtype=np.int64)] * 7
+    # Decoding settings outermost: each one is a contiguous block, which lets
+    # evaluate() work on slices (views) instead of copies.
+    columns = [np.tile(col, decoding_count) for col in base]
+    columns.append(np.repeat(np.arange(decoding_count), len(base[0])))
+    return CandidateGrid(*columns)

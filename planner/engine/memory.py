@@ -1,0 +1,86 @@
+"""Memory fit per chip: weights, paged KV cache, activation workspace, reserve.
+
+Free memory for KV = usable - weights/(tp*pp) - workspace, usable = 0.9 x
+capacity (vLLM gpu_memory_utilization). KV lives in PagedAttention blocks of 16
+tokens (Kwon et al., SOSP 2023): a sequence of P+G tokens holds ceil((P+G)/16)
+blocks, so at most one block is partly filled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .forward import kv_share_per_chip
+from .hardware import CandidateHardware
+from .specs import ModelSpec
+from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, KV_BLOCK_TOKENS, LOGIT_BYTES, PREFILL_CHUNK_TOKENS
+
+
+@dataclass(frozen=True)
+class MemoryArrays:
+    weights_bytes_per_chip: np.ndarray
+    kv_bytes_per_sequence_per_chip: np.ndarray  # incl. the draft's cache and logits row
+    kv_bytes_per_chip: np.ndarray  # at this candidate's batch
+    activation_bytes_per_chip: np.ndarray
+    usable_bytes_per_chip: np.ndarray
+    max_concurrency_per_replica: np.ndarray
+    weights_fit: np.ndarray  # bool
+
+
+@dataclass(frozen=True)
+class SequenceFootprint:
+    """What one sequence keeps resident, decided by the decoding method."""
+
+    cached_tokens: float  # tokens in the KV cache at the end (0: no cache)
+    workspace_tokens: float  # extra activations that scale with each sequence
+    logit_rows: float  # positions whose logits are materialised at once
+
+
+def paged_tokens(tokens: float) -> float:
+    """Tokens' worth of KV blocks a sequence holds: ceil(tokens/16)*16."""
+    return float(np.ceil(tokens / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS)
+
+
+def memory_fit(
+    model: ModelSpec,
+    hw: CandidateHardware,
+    *,
+    footprint: SequenceFootprint,
+    prompt_tokens: np.ndarray | float,
+    draft: ModelSpec | None = None,
+    draft_weight_bytes_per_param: np.ndarray | None = None,
+) -> MemoryArrays:
+    shards = hw.tensor_parallel * hw.pipeline_parallel
+    weights = model.total_params * hw.weight_bytes_per_param / shards
+    per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
+    if draft is not None:
+        # The draft is sharded like the target and keeps its own cache (Leviathan et al.).
+        weights = weights + draft.total_params * draft_weight_bytes_per_param / shards
+        per_seq_kv = per_seq_kv + _kv_bytes_per_sequence(draft, hw, footprint.cached_tokens)
+    width = model.hidden_size * hw.activation_bytes
+    per_seq_extra = (
+        footprint.workspace_tokens * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN + footprint.logit_rows * model.vocab_size * LOGIT_BYTES
+    ) / hw.tensor_parallel
+    # One prefill chunk of activations is reserved up front, as vLLM profiles it.
+    chunk = np.minimum(np.maximum(prompt_tokens, 1.0), PREFILL_CHUNK_TOKENS)
+    workspace = chunk * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN / hw.tensor_parallel
+    per_seq = per_seq_kv + per_seq_extra
+    free = hw.usable_memory_bytes - weights - workspace
+    max_conc = np.where(free > 0, np.floor(free / np.maximum(per_seq, 1e-30)), 0.0)
+    return MemoryArrays(
+        weights_bytes_per_chip=weights,
+        kv_bytes_per_sequence_per_chip=per_seq,
+        kv_bytes_per_chip=per_seq * hw.batch_per_replica,
+        activation_bytes_per_chip=workspace,
+        usable_bytes_per_chip=hw.usable_memory_bytes,
+        max_concurrency_per_replica=max_conc,
+        weights_fit=weights + workspace < hw.usable_memory_bytes,
+    )
+
+
+def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:
+    per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw.tensor_parallel)
+    # Each pipeline stage holds the cache of its own layers only.
+    return paged_tokens(cached_tokens) * per_token / hw.pipeline_parallel if cached_tokens > 0 else 0.0 * per_token

@@ -1,0 +1,151 @@
+"""Search: build the cartesian grid, evaluate it in one pass, price it, rank it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import reasons
+from .cost import cheapest_offering, offering_table, usd_per_million_input_tokens, usd_per_million_tokens
+from .efficiency import Calibration, Efficiency
+from .estimate import Estimate, estimate_from_results
+from .evaluate import evaluate
+from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, cartesian_grid
+from .results import Results, group_reasons
+from .specs import Autoregressive, ChipSpec, Decoding, ModelSpec, OfferingSpec, Workload
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    weight_dtypes: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
+    kv_dtypes: tuple[str, ...] | None = None  # None: default_kv_dtype per chip and weight dtype
+    batches: tuple[int, ...] | None = None  # None: the workload's concurrency, else 1..1024
+    decodings: tuple[Decoding, ...] = field(default_factory=lambda: (Autoregressive(),))
+    max_chip_count: int = 64
+    tensor_parallel_options: tuple[int, ...] = DEFAULT_TENSOR_PARALLEL
+    pricing_models: tuple[str, ...] | None = None  # e.g. ("on_demand",); None: all
+    efficiency: Efficiency | None = None
+    calibration: Calibration | None = None
+    disaggregated: bool = False
+
+
+@dataclass(frozen=True)
+class InfeasibleGroup:
+    code: int
+    name: str
+    count: int
+    example: str  # one candidate's reason, in words
+    example_index: int
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    results: Results
+    usd_per_chip_hour: np.ndarray
+    offering_column: np.ndarray  # -1: no priced offering for the chip
+    usd_per_million_output_tokens: np.ndarray
+    usd_per_million_input_tokens: np.ndarray
+    ranked: np.ndarray  # feasible candidates, cheapest first (unpriced last, by TPOT)
+    pareto_cost_tpot: np.ndarray  # cost vs TPOT front, cheapest first
+    pareto_cost_ttft: np.ndarray
+    infeasible: tuple[InfeasibleGroup, ...]
+    offerings: tuple[tuple[OfferingSpec, ...], ...]  # per chip, after the pricing filter
+    seconds: float
+
+    @property
+    def candidates(self) -> int:
+        return len(self.results)
+
+    @property
+    def candidates_per_s(self) -> float:
+        return self.candidates / max(self.seconds, 1e-12)
+
+    def offering_of(self, i: int) -> OfferingSpec | None:
+        column = int(self.offering_column[i])
+        return None if column < 0 else self.offerings[int(self.results.grid.chip_index[i])][column]
+
+    def estimate(self, i: int) -> Estimate:
+        return estimate_from_results(self.results, i, self.offering_of(i))
+
+    def top(self, n: int = 10) -> list[Estimate]:
+        return [self.estimate(int(i)) for i in self.ranked[:n]]
+
+
+def search(
+    model: ModelSpec,
+    chips: Sequence[ChipSpec],
+    offerings: Mapping[str, Sequence[OfferingSpec]],
+    workload: Workload,
+    options: SearchOptions = SearchOptions(),
+) -> SearchResult:
+    """Every chip x chip count x TP x PP x dtype x batch x decoding setting."""
+    started = time.perf_counter()
+    chips = tuple(chips)
+    batches = options.batches or ((workload.concurrency,) if workload.concurrency else DEFAULT_BATCHES)
+    grid = cartesian_grid(
+        model, chips, weight_dtypes=options.weight_dtypes, kv_dtypes=options.kv_dtypes, batches=batches,
+        decoding_count=len(options.decodings), max_chip_count=options.max_chip_count,
+        tensor_parallel_options=options.tensor_parallel_options,
+    )  # fmt: skip
+    results = evaluate(
+        model, chips, grid, workload, options.decodings, efficiency=options.efficiency, calibration=options.calibration,
+        disaggregated=options.disaggregated,
+    )  # fmt: skip
+    table = offering_table(chips, offerings, options.pricing_models)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fraction = results.power_w_per_chip / np.array([c.tdp_watts or np.nan for c in chips])[grid.chip_index]
+    hourly, column = cheapest_offering(table, grid.chip_index, fraction)
+    per_output = usd_per_million_tokens(results.total_chips, hourly, results.output_tokens_per_s_total)
+    per_input = usd_per_million_input_tokens(
+        grid.tensor_parallel * grid.pipeline_parallel, hourly, results.prefill_batched_s_per_prompt, workload.prompt_tokens
+    )
+    ok = np.flatnonzero(results.feasible)
+    # One stable sort by cost serves the ranking and both Pareto fronts; equal
+    # costs keep grid order. Unpriced candidates (NaN) sort last.
+    ranked = ok[np.argsort(np.nan_to_num(per_output[ok], nan=np.inf), kind="stable")]
+    chosen = tuple(
+        tuple(o for o in offerings.get(c.slug, ()) if options.pricing_models is None or o.pricing_model in options.pricing_models)
+        for c in chips
+    )
+    return SearchResult(
+        results=results,
+        usd_per_chip_hour=hourly,
+        offering_column=column,
+        usd_per_million_output_tokens=per_output,
+        usd_per_million_input_tokens=per_input,
+        ranked=ranked,
+        pareto_cost_tpot=pareto_front(per_output, results.tpot_s, ranked),
+        pareto_cost_ttft=pareto_front(per_output, results.ttft_s, ranked),
+        infeasible=infeasible_groups(results),
+        offerings=chosen,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def pareto_front(cost: np.ndarray, latency: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Candidates no other beats on both cost and latency, cheapest first.
+
+    `candidates` sorted by cost (as `ranked` is) skips the sort. A running
+    minimum of latency finds the front; a final exact pass over that short list
+    drops points tied on cost with a faster twin.
+    """
+    priced = candidates[np.isfinite(cost[candidates])]
+    if len(priced) > 1 and np.any(np.diff(cost[priced]) < 0):
+        priced = priced[np.argsort(cost[priced], kind="stable")]
+    lat = latency[priced]
+    previous = np.concatenate(([np.inf], np.minimum.accumulate(lat)[:-1])) if len(lat) else lat
+    front = priced[lat < previous]
+    c, t = cost[front], latency[front]
+    dominated = np.array([np.any((c <= c[i]) & (t <= t[i]) & ((c < c[i]) | (t < t[i]))) for i in range(len(front))], dtype=bool)
+    return front[~dominated]
+
+
+def infeasible_groups(results: Results) -> tuple[InfeasibleGroup, ...]:
+    groups = []
+    for code, index in sorted(group_reasons(results).items(), key=lambda kv: -len(kv[1])):
+        example = int(index[0])
+        groups.append(InfeasibleGroup(code, reasons.REASON_NAMES[code], len(index), results.reason_text(example), example))
+    return tuple(groups)

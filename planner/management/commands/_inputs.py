@@ -1,0 +1,47 @@
+"""Shared by the estimate and plan commands: argparse values -> the API's input dict, so the
+CLI goes through the same serializers (and the same 400-style errors) as the REST API."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import CommandError
+
+
+def add_workload_arguments(parser) -> None:
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--prompt-tokens", type=int, required=True)
+    parser.add_argument("--output-tokens", type=int, required=True)
+    parser.add_argument("--concurrency", type=int)
+    parser.add_argument("--request-rate", type=float, help="requests per second")
+    parser.add_argument("--ttft-slo", type=float, help="seconds")
+    parser.add_argument("--tpot-slo", type=float, help="seconds")
+    parser.add_argument("--efficiency", help='JSON, e.g. {"compute_fraction":0.6,"bandwidth_fraction":0.8,"step_overhead_s":0.0003}')
+    parser.add_argument("--disaggregated", action="store_true")
+    parser.add_argument("--json", action="store_true", dest="as_json")
+
+
+def workload_from(options: dict[str, Any]) -> dict[str, Any]:
+    mapping = {"prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "concurrency": "concurrency",
+               "request_rate": "request_rate_per_s", "ttft_slo": "ttft_slo_s", "tpot_slo": "tpot_slo_s"}  # fmt: skip
+    return {target: options[source] for source, target in mapping.items() if options.get(source) is not None}
+
+
+def parse_json(value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{name}: not JSON ({exc})") from None
+
+
+def raise_errors(errors: dict) -> None:
+    def flatten(prefix: str, value) -> list[str]:
+        if isinstance(value, dict):
+            return [line for k, v in value.items() for line in flatten(f"{prefix}.{k}" if prefix else str(k), v)]
+        if isinstance(value, list) and value and not isinstance(value[0], str):
+            return [line for i, v in enumerate(value) for line in flatten(f"{prefix}[{i}]", v)]
+        return [f"{prefix}: {' '.join(map(str, value)) if isinstance(value, list) else value}"]
+
+    raise CommandError("; ".join(flatten("", errors)))

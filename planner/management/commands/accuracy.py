@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from planner.accuracy import accuracy_report, format_report
+from planner.services import json_safe
+
+
+class Command(BaseCommand):
+    help = "Predict every row of a measurements CSV and print predicted vs measured with MdAPE and MAPE."
+
+    def add_arguments(self, parser):
+        parser.add_argument("csv", type=Path)
+        parser.add_argument("--json", action="store_true", dest="as_json")
+        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations.")
+
+    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, **options):
+        if not csv.is_file():
+            raise CommandError(f"{csv}: no such file")
+        report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults)
+        if as_json:
+            self.stdout.write(json.dumps(json_safe(report), indent=1))
+        else:
+            self.stdout.write(format_report(report))

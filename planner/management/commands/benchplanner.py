@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from hwcatalog.models import Chip
+from planner.engine.bench import benchmark_search
+
+# A whole-catalog plan: every chip x chip counts 1-64 x TP x all weight dtypes x batch 1-1024 x
+# four weight dtypes x three decoding settings (~195,000 candidate configurations with the starting catalog).
+WHOLE_CATALOG_PLAN = {
+    "model": "llama-3.1-70b",
+    "workload": {"prompt_tokens": 1000, "output_tokens": 300, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05},
+    "hardware": {"max_chips": 64, "weight_dtypes": ["bf16", "fp8", "int8", "int4"]},
+    "decodings": [
+        {"method": "ar"},
+        {"method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": 4, "acceptance_rate": 0.7},
+        {"method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": 8, "acceptance_rate": 0.7},
+    ],
+}
+
+
+class Command(BaseCommand):
+    help = "Benchmark the planner: engine configurations/s and POST /api/v1/plans/ latency over the whole catalog."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--repeats", type=int, default=10)
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, repeats: int, as_json: bool, **options):
+        engine = benchmark_search(repeats=5)
+        if not Chip.objects.exists():
+            self.stderr.write("The catalog is empty: run manage.py loadcatalog first.")
+            return
+        latencies, body = [], None
+        with transaction.atomic():  # the benchmark's plans are rolled back
+            user = get_user_model().objects.create_user("benchplanner-user")
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+            client.post("/api/v1/plans/", WHOLE_CATALOG_PLAN, format="json")  # warm-up, discarded
+            for _ in range(repeats):
+                started = time.perf_counter()
+                response = client.post("/api/v1/plans/", WHOLE_CATALOG_PLAN, format="json")
+                latencies.append(time.perf_counter() - started)
+                body = response.json()
+            transaction.set_rollback(True)
+        figures = {
+            "engine_synthetic_configurations": engine["configurations"],
+            "engine_synthetic_configs_per_s": engine["configs_per_s"],
+            "plan_candidates": body["candidate_count"],
+            "plan_feasible": body["feasible_count"],
+            "plan_search_seconds": body["results"]["search_seconds"],
+            "plan_configs_per_s": body["candidate_count"] / body["results"]["search_seconds"],
+            "plan_post_median_s": statistics.median(latencies),
+            "plan_post_p90_s": sorted(latencies)[max(int(0.9 * len(latencies)) - 1, 0)],
+            "repeats": repeats,
+        }
+        if as_json:
+            self.stdout.write(json.dumps(figures, indent=1))
+            return
+        self.stdout.write(
+            f"engine, synthetic 25-chip catalog: {figures['engine_synthetic_configurations']:,} configurations at "
+            f"{figures['engine_synthetic_configs_per_s']:,.0f} configurations/s (best of 5, one core)\n"
+            f"POST /api/v1/plans/ over the whole catalog: {figures['plan_candidates']:,} configurations "
+            f"({figures['plan_feasible']:,} feasible); search {figures['plan_search_seconds'] * 1e3:.0f} ms "
+            f"= {figures['plan_configs_per_s']:,.0f} configurations/s; request median {figures['plan_post_median_s'] * 1e3:.0f} ms, "
+            f"p90 {figures['plan_post_p90_s'] * 1e3:.0f} ms over {repeats} requests"
+        )

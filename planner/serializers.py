@@ -1,0 +1,199 @@
+"""Input validation for estimates and plans. Every bad value is a 400 naming its field."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.validation import SLUG_PATTERN
+from planner.engine.units import DTYPES
+
+MAX_TOKENS = 10_000_000
+MAX_CHIPS = 4096
+DECODING_METHODS = ("ar", "speculative", "diffusion", "block_diffusion")
+PRICING_MODELS = [c for c, _ in Offering.PricingModel.choices]
+
+
+class SlugOf(serializers.RegexField):
+    """A catalog slug that must exist; returns the row."""
+
+    def __init__(self, model, **kwargs):
+        self.model = model
+        super().__init__(SLUG_PATTERN, max_length=120, **kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        slug = super().run_validation(data)
+        if slug is None or slug is serializers.empty:
+            return slug
+        row = self.model.objects.filter(slug=slug).first()
+        if row is None:
+            raise serializers.ValidationError(f"No {self.model._meta.verbose_name} with slug {slug!r}.")
+        return row
+
+    def to_representation(self, value):
+        return getattr(value, "slug", value)
+
+
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": ["auto", "max"]}]})
+class IntOrAuto(serializers.Field):
+    """An integer in [minimum, maximum], or the word `word` (e.g. "auto", "max")."""
+
+    def __init__(self, *, word: str, minimum: int, maximum: int, **kwargs):
+        self.word, self.minimum, self.maximum = word, minimum, maximum
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if data == self.word:
+            return data
+        if isinstance(data, bool) or not isinstance(data, (int, str)):
+            raise serializers.ValidationError(f'An integer or "{self.word}".')
+        try:
+            number = int(data)
+        except ValueError:
+            raise serializers.ValidationError(f'An integer or "{self.word}".') from None
+        if not self.minimum <= number <= self.maximum:
+            raise serializers.ValidationError(f"Must be between {self.minimum} and {self.maximum}.")
+        return number
+
+    def to_representation(self, value):
+        return value
+
+
+class DecodingSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=DECODING_METHODS, default="ar")
+    # speculative
+    draft_model = SlugOf(ModelArch, required=False)
+    draft_tokens = serializers.IntegerField(min_value=1, max_value=32, required=False)
+    acceptance_rate = serializers.FloatField(min_value=0.0, max_value=0.999, required=False)
+    mean_accepted_tokens = serializers.FloatField(min_value=1.0, max_value=33.0, required=False)
+    draft_weight_dtype = serializers.ChoiceField(choices=DTYPES, required=False)
+    # diffusion
+    steps = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+    window_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+    adaptive_window = serializers.BooleanField(required=False, default=False)
+    # block diffusion
+    block_size = serializers.IntegerField(min_value=1, max_value=4096, required=False)
+    steps_per_block = serializers.IntegerField(min_value=1, max_value=4096, required=False)
+    tokens_per_forward = serializers.FloatField(min_value=1.0, max_value=4096.0, required=False)
+    expected_answer_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
+    focus_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, required=False, default=1.0)
+
+    def validate(self, attrs):
+        method = attrs["method"]
+        if method == "speculative":
+            if "draft_model" not in attrs:
+                raise serializers.ValidationError({"draft_model": "Speculative decoding needs a draft model slug."})
+            if ("acceptance_rate" in attrs) == ("mean_accepted_tokens" in attrs):
+                raise serializers.ValidationError({"acceptance_rate": "Give exactly one of acceptance_rate and mean_accepted_tokens."})
+            attrs.setdefault("draft_tokens", 4)
+            if attrs.get("mean_accepted_tokens", 1.0) > attrs["draft_tokens"] + 1:
+                raise serializers.ValidationError({"mean_accepted_tokens": "Cannot exceed draft_tokens + 1."})
+        if method == "block_diffusion" and "steps_per_block" in attrs and "tokens_per_forward" in attrs:
+            raise serializers.ValidationError({"steps_per_block": "Give steps_per_block or tokens_per_forward, not both."})
+        if method == "block_diffusion" and attrs.get("steps_per_block") and attrs.get("block_size"):
+            if attrs["steps_per_block"] > attrs["block_size"]:
+                raise serializers.ValidationError({"steps_per_block": "At most block_size (one token per step at least)."})
+        return attrs
+
+
+class EfficiencySerializer(serializers.Serializer):
+    compute_fraction = serializers.FloatField(min_value=0.01, max_value=1.0)
+    bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0)
+    step_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0)
+    link_bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, default=0.8)
+
+
+class WorkloadSerializer(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
+    output_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
+    concurrency = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    request_rate_per_s = serializers.FloatField(min_value=1e-6, max_value=1e7, required=False)
+    ttft_slo_s = serializers.FloatField(min_value=1e-6, max_value=86_400, required=False)
+    tpot_slo_s = serializers.FloatField(min_value=1e-6, max_value=3_600, required=False)
+
+
+def _check_context(model: ModelArch, workload: dict) -> None:
+    # The last generated token is never fed back, so P + G - 1 tokens must fit (engine's Workload.context_tokens).
+    total = workload["prompt_tokens"] + workload["output_tokens"] - 1
+    if total > model.max_context_tokens:
+        raise serializers.ValidationError(
+            {"prompt_tokens": f"prompt + output - 1 = {total} tokens exceeds {model.slug}'s context of {model.max_context_tokens}."}
+        )
+
+
+def _check_decoding(model: ModelArch, decoding: dict, field: str = "decoding") -> None:
+    method = decoding["method"]
+    kind = model.generation_kind
+    allowed = {"autoregressive": ("ar", "speculative"), "diffusion": ("diffusion",), "block_diffusion": ("block_diffusion",)}[kind]
+    if method not in allowed:
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise serializers.ValidationError({field: {"method": f"{model.slug} is {article} {kind} model; use {' or '.join(allowed)}."}})
+    draft = decoding.get("draft_model")
+    if method == "speculative" and draft.generation_kind != "autoregressive":
+        raise serializers.ValidationError({field: {"draft_model": f"{draft.slug} is not an autoregressive model."}})
+
+
+class EstimateInputSerializer(WorkloadSerializer):
+    model = SlugOf(ModelArch)
+    chip = SlugOf(Chip)
+    chip_count = serializers.IntegerField(min_value=1, max_value=MAX_CHIPS, default=1)
+    tensor_parallel = IntOrAuto(word="auto", minimum=1, maximum=64, default="auto")
+    pipeline_parallel = serializers.IntegerField(min_value=1, max_value=256, default=1)
+    weight_dtype = serializers.ChoiceField(choices=DTYPES, default="bf16")
+    kv_dtype = serializers.ChoiceField(choices=DTYPES, required=False)
+    batch = IntOrAuto(word="max", minimum=1, maximum=1_000_000, required=False)
+    decoding = DecodingSerializer(required=False)
+    efficiency = EfficiencySerializer(required=False)
+    offering = SlugOf(Offering, required=False)
+    disaggregated = serializers.BooleanField(default=False)
+
+    def validate(self, attrs):
+        attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
+        _check_context(attrs["model"], attrs)
+        _check_decoding(attrs["model"], attrs["decoding"])
+        tp, pp, count = attrs["tensor_parallel"], attrs["pipeline_parallel"], attrs["chip_count"]
+        if tp != "auto":
+            if attrs["model"].num_attention_heads % tp:
+                raise serializers.ValidationError(
+                    {"tensor_parallel": f"{tp} does not divide {attrs['model'].slug}'s {attrs['model'].num_attention_heads} attention heads."}
+                )
+            if count % (tp * pp):
+                raise serializers.ValidationError({"chip_count": f"{count} chips do not split into replicas of tensor_parallel x pipeline_parallel = {tp * pp}."})
+        if attrs.get("offering") and attrs["offering"].chip_id != attrs["chip"].id:
+            raise serializers.ValidationError({"offering": f"{attrs['offering'].slug} prices {attrs['offering'].chip.slug}, not {attrs['chip'].slug}."})
+        return attrs
+
+
+def _default_method(model: ModelArch) -> str:
+    return {"autoregressive": "ar", "diffusion": "diffusion", "block_diffusion": "block_diffusion"}[model.generation_kind]
+
+
+class HardwareFilterSerializer(serializers.Serializer):
+    kinds = serializers.ListField(child=serializers.ChoiceField(choices=Chip.Kind.choices), required=False, max_length=5)
+    vendors = serializers.ListField(child=serializers.CharField(max_length=80), required=False, max_length=50)
+    chips = serializers.ListField(child=SlugOf(Chip), required=False, max_length=200)
+    max_chips = serializers.IntegerField(min_value=1, max_value=1024, default=64)
+    pricing_models = serializers.ListField(child=serializers.ChoiceField(choices=PRICING_MODELS), required=False, max_length=4)
+    ownership = serializers.ChoiceField(choices=["any", "rent", "own"], default="any")
+    weight_dtypes = serializers.ListField(child=serializers.ChoiceField(choices=DTYPES), required=False, max_length=7, min_length=1)
+
+
+class PlanInputSerializer(serializers.Serializer):
+    model = SlugOf(ModelArch)
+    workload = WorkloadSerializer()
+    hardware = HardwareFilterSerializer(required=False)
+    decodings = DecodingSerializer(many=True, required=False, max_length=8)
+    budget_usd_per_million_output_tokens = serializers.FloatField(min_value=0.0, max_value=1e9, required=False)
+    efficiency = EfficiencySerializer(required=False)
+    disaggregated = serializers.BooleanField(default=False)
+    pinned = serializers.BooleanField(default=False)
+
+    def validate(self, attrs):
+        model = attrs["model"]
+        _check_context(model, attrs["workload"])
+        if not attrs.get("decodings"):
+            attrs["decodings"] = [DecodingSerializer().to_internal_value({"method": _default_method(model)})]
+        for decoding in attrs["decodings"]:
+            _check_decoding(model, decoding, field="decodings")
+        attrs["hardware"] = attrs.get("hardware") or HardwareFilterSerializer().to_internal_value({})
+        return attrs

@@ -1,0 +1,282 @@
+"""Planner services: validated inputs -> engine specs -> engine -> stored Plan / estimate dict."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from django.db import transaction
+
+from hwcatalog import selectors as catalog
+from hwcatalog.models import Chip, ModelArch, Offering
+from planner import catalog_specs
+from planner.engine import (
+    Autoregressive,
+    BlockDiffusion,
+    Decoding,
+    Deployment,
+    Diffusion,
+    Efficiency,
+    Estimate,
+    SearchOptions,
+    Speculative,
+    Workload,
+    estimate,
+    search,
+)
+from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
+from planner.models import Plan
+
+# A plan evaluates at most this many candidate configurations; more is refused up front
+# with a message saying what to narrow (the search itself is ~1M configurations/s).
+MAX_PLAN_CANDIDATES = 5_000_000
+PLAN_TOP_N = 100
+RENT_MODELS = ("on_demand", "reserved", "spot")
+
+
+class PlanTooLarge(ValueError):
+    pass
+
+
+def json_safe(value: Any) -> Any:
+    """Dataclasses, tuples and NumPy scalars -> JSON; NaN and infinities -> None."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: json_safe(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "item"):  # NumPy scalar
+        return json_safe(value.item())
+    return value
+
+
+def decoding_spec(options: dict[str, Any], *, model: ModelArch, output_tokens: int) -> Decoding:
+    method = options.get("method", "ar")
+    if method == "speculative":
+        return Speculative(
+            draft=catalog_specs.model_spec(options["draft_model"]),
+            draft_tokens=options.get("draft_tokens", 4),
+            acceptance_rate=options.get("acceptance_rate"),
+            mean_accepted_tokens=options.get("mean_accepted_tokens"),
+            draft_weight_dtype=options.get("draft_weight_dtype"),
+        )
+    if method == "diffusion":
+        # Default: LLaDA's schedule of one token per step over the whole answer.
+        return Diffusion(
+            steps=options.get("steps") or output_tokens,
+            window_tokens=options.get("window_tokens"),
+            adaptive_window=options.get("adaptive_window", False),
+        )
+    if method == "block_diffusion":
+        block = options.get("block_size") or model.default_block_size or 32
+        steps = options.get("steps_per_block")
+        per_forward = options.get("tokens_per_forward")
+        if steps is None and per_forward is None:
+            steps = block  # the conservative fixed schedule: one token per step
+        return BlockDiffusion(
+            block_size=block,
+            steps_per_block=steps,
+            tokens_per_forward=per_forward,
+            expected_answer_tokens=options.get("expected_answer_tokens"),
+            focus_fraction=options.get("focus_fraction", 1.0),
+        )
+    return Autoregressive()
+
+
+def _workload(data: dict[str, Any]) -> Workload:
+    return Workload(
+        prompt_tokens=data["prompt_tokens"],
+        output_tokens=data["output_tokens"],
+        concurrency=data.get("concurrency"),
+        request_rate_per_s=data.get("request_rate_per_s"),
+        ttft_slo_s=data.get("ttft_slo_s"),
+        tpot_slo_s=data.get("tpot_slo_s"),
+    )
+
+
+def _efficiency(data: dict[str, Any] | None) -> Efficiency | None:
+    return Efficiency(**data, source="override") if data else None
+
+
+def _auto_tensor_parallel(model: ModelArch, chip: Chip, chip_count: int, pipeline_parallel: int) -> list[int]:
+    """TP options to try, smallest first: divide the heads and the chip count, fit in a node."""
+    node = chip.chips_per_node or 1
+    options = [tp for tp in (1, 2, 4, 8, 16, 32, 64) if model.num_attention_heads % tp == 0 and chip_count % (tp * pipeline_parallel) == 0]
+    within_node = [tp for tp in options if tp <= max(node, 1)]
+    return within_node or options[:1] or [1]
+
+
+def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
+    """One configuration -> the estimate as a JSON-safe dict, with $/1M tokens per offering."""
+    model: ModelArch = data["model"]
+    chip: Chip = data["chip"]
+    model_spec = catalog_specs.model_spec(model)
+    chip_spec = catalog_specs.chip_spec(chip)
+    workload = _workload(data)
+    decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
+    calibration = catalog_specs.calibrations_for([chip.slug])
+    offerings = [data["offering"]] if data.get("offering") else list(catalog.offerings_for_chips(chip_slugs=[chip.slug]))
+    batch = data.get("batch") or workload.concurrency or 1
+
+    def run(tp: int, offering: Offering | None) -> Estimate:
+        deployment = Deployment(
+            chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=data["pipeline_parallel"],
+            weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
+        )  # fmt: skip
+        return estimate(
+            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency")),
+            calibration=calibration, offering=catalog_specs.offering_spec(offering) if offering else None,
+            disaggregated=data["disaggregated"],
+        )  # fmt: skip
+
+    tp_options = (
+        [data["tensor_parallel"]] if data["tensor_parallel"] != "auto"
+        else _auto_tensor_parallel(model, chip, data["chip_count"], data["pipeline_parallel"])
+    )  # fmt: skip
+    # "auto": every TP that divides the heads and fits a node; the chip count is fixed, so the
+    # best is the feasible one with the most output tokens/s (ties: the smaller TP).
+    candidates = [run(tp, None) for tp in tp_options]
+    result = max(candidates, key=lambda e: (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0))
+    costs = []
+    for offering in offerings:
+        priced = run(result.tensor_parallel, offering)
+        if priced.cost is not None:
+            costs.append({**json_safe(priced.cost), "provider": offering.provider, "pricing_model": offering.pricing_model,
+                          "as_of": offering.as_of.isoformat(), "source": offering.source})  # fmt: skip
+    costs.sort(key=lambda c: c["usd_per_million_output_tokens"] if c["usd_per_million_output_tokens"] is not None else math.inf)
+    out = json_safe(result)
+    out["tensor_parallel_chosen"] = "auto" if data["tensor_parallel"] == "auto" else "given"
+    out["costs"] = costs
+    out["cost"] = costs[0] if costs else None
+    out["chip_kind"] = chip.kind
+    return out
+
+
+def _chips_for(hardware: dict[str, Any]) -> list[Chip]:
+    chips = catalog.chip_list()
+    if hardware.get("chips"):
+        chips = chips.filter(slug__in=[c.slug for c in hardware["chips"]])
+    if hardware.get("kinds"):
+        chips = chips.filter(kind__in=hardware["kinds"])
+    if hardware.get("vendors"):
+        vendors = [v.lower() for v in hardware["vendors"]]
+        chips = [c for c in chips if c.vendor.lower() in vendors]
+    return list(chips)
+
+
+def _pricing_models(hardware: dict[str, Any]) -> tuple[str, ...] | None:
+    chosen = set(hardware.get("pricing_models") or ())
+    if hardware.get("ownership") == "rent":
+        chosen = (chosen or set(RENT_MODELS)) & set(RENT_MODELS)
+    elif hardware.get("ownership") == "own":
+        chosen = (chosen or {"purchase"}) & {"purchase"}
+    return tuple(sorted(chosen)) if chosen or hardware.get("ownership") in ("rent", "own") else None
+
+
+def plan_search_options(data: dict[str, Any], *, decodings: tuple[Decoding, ...]) -> SearchOptions:
+    hardware = data["hardware"]
+    return SearchOptions(
+        weight_dtypes=tuple(hardware.get("weight_dtypes") or SearchOptions().weight_dtypes),
+        decodings=decodings,
+        max_chip_count=hardware["max_chips"],
+        pricing_models=_pricing_models(hardware),
+        efficiency=_efficiency(data.get("efficiency")),
+        disaggregated=data["disaggregated"],
+    )
+
+
+def plan_candidate_bound(*, chip_count: int, options: SearchOptions, workload: Workload) -> int:
+    """An upper bound of the grid's size, known before building it."""
+    counts = int(math.log2(max(options.max_chip_count, 1))) + 1
+    batches = 1 if workload.concurrency else len(DEFAULT_BATCHES)
+    return chip_count * counts * len(DEFAULT_TENSOR_PARALLEL) * len(options.weight_dtypes) * batches * len(options.decodings)
+
+
+def _row(result, i: int, chips_by_slug: dict[str, Chip]) -> dict[str, Any]:
+    est = result.estimate(int(i))
+    row = json_safe(est)
+    offering = result.offering_of(int(i))
+    row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
+    row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))
+    row["offering"] = offering.slug if offering else None
+    row["pricing_model"] = offering.pricing_model if offering else None
+    row["chip_kind"] = chips_by_slug[est.chip_slug].kind
+    row["chip_name"] = chips_by_slug[est.chip_slug].name
+    row["candidate_index"] = int(i)
+    return row
+
+
+@transaction.atomic
+def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) -> Plan:
+    """Search, rank and store a Plan with its inputs and the catalog values it used."""
+    model: ModelArch = data["model"]
+    workload = _workload(data["workload"])
+    chips = _chips_for(data["hardware"])
+    decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
+    options = plan_search_options(data, decodings=decodings)
+    bound = plan_candidate_bound(chip_count=len(chips), options=options, workload=workload)
+    if bound > MAX_PLAN_CANDIDATES:
+        raise PlanTooLarge(
+            f"This search would evaluate up to {bound:,} configurations (limit {MAX_PLAN_CANDIDATES:,}); "
+            "narrow it: fewer chips or kinds, a lower max_chips, fewer weight_dtypes or decodings, or give a concurrency."
+        )
+    chip_slugs = [c.slug for c in chips]
+    offerings = list(catalog.offerings_for_chips(chip_slugs=chip_slugs))
+    calibration = catalog_specs.calibrations_for(chip_slugs)
+    options = dataclasses.replace(options, calibration=calibration)
+    offering_specs: dict[str, list] = {}
+    for offering in offerings:
+        offering_specs.setdefault(offering.chip.slug, []).append(catalog_specs.offering_spec(offering))
+    result = search(catalog_specs.model_spec(model), [catalog_specs.chip_spec(c) for c in chips], offering_specs, workload, options)
+
+    chips_by_slug = {c.slug: c for c in chips}
+    rows: dict[int, dict[str, Any]] = {}
+
+    def row(i) -> dict[str, Any]:
+        if int(i) not in rows:
+            rows[int(i)] = _row(result, int(i), chips_by_slug)
+        return rows[int(i)]
+
+    budget = data.get("budget_usd_per_million_output_tokens")
+    ranked = [int(i) for i in result.ranked]
+    over_budget = []
+    if budget is not None:
+        over_budget = [i for i in ranked if not (result.usd_per_million_output_tokens[i] <= budget)]
+        ranked = [i for i in ranked if result.usd_per_million_output_tokens[i] <= budget]
+    top = [row(i) for i in ranked[:PLAN_TOP_N]]
+    results = {
+        "ranked": top,
+        "pareto_cost_tpot": [row(i) for i in result.pareto_cost_tpot[:50]],
+        "pareto_cost_ttft": [row(i) for i in result.pareto_cost_ttft[:50]],
+        "infeasible": [
+            {"reason": g.name, "count": g.count, "example": g.example, "example_configuration": row(g.example_index)}
+            for g in result.infeasible
+        ],
+        "over_budget_count": len(over_budget),
+        "search_seconds": result.seconds,
+        "candidates_per_s": result.candidates_per_s,
+        "efficiency_sources": sorted({row["efficiency_source"] for row in top}),
+    }
+    snapshot = {
+        "model": catalog_specs.snapshot([model]),
+        "draft_models": catalog_specs.snapshot([d["draft_model"] for d in data["decodings"] if d.get("draft_model")]),
+        "chips": catalog_specs.snapshot(chips),
+        "offerings": catalog_specs.snapshot(offerings),
+    }
+    return Plan.objects.create(
+        model_slug=model.slug,
+        inputs=raw_inputs,
+        catalog_snapshot=snapshot,
+        calibration_used={f"{k[0]}/{k[1]}": v.source for k, v in calibration.items()},
+        results=json_safe(results),
+        candidate_count=result.candidates,
+        feasible_count=len(ranked),
+        best_usd_per_million_output_tokens=top[0]["usd_per_million_output_tokens"] if top else None,
+        pinned=data.get("pinned", False),
+        created_by=user if getattr(user, "is_authenticated", False) else None,
+    )

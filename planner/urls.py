@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from planner.apis import EstimateApi, PlanDetailApi, PlanExportCsvApi, PlanListCreateApi
+
+urlpatterns = [
+    path("estimates/", EstimateApi.as_view(), name="estimate"),
+    path("plans/", PlanListCreateApi.as_view(), name="plan-list"),
+    path("plans/<uuid:plan_id>/", PlanDetailApi.as_view(), name="plan-detail"),
+    path("plans/<uuid:plan_id>/export.csv", PlanExportCsvApi.as_view(), name="plan-export-csv"),
+]

@@ -1,0 +1,99 @@
+"""Accuracy helpers: errors, summaries, metric mapping and the measurements CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.engine import Deployment, Speculative, Workload, estimate
+from planner.engine.accuracy import (
+    absolute_percentage_error,
+    choose_layout,
+    decoding_from_params,
+    predict_metric,
+    predict_row,
+    read_measurements,
+    summarize,
+)
+
+from .factories import a100_sxm_80gb, h100_sxm, llama_2_7b, llama_2_70b
+
+HEADER = (
+    "id,model,chip,chip_count,tensor_parallel,weight_dtype,kv_dtype,batch,prompt_tokens,output_tokens,decoding,decoding_params,"
+    "metric,value,engine,source,notes"
+)
+DEV_CSV = Path(__file__).resolve().parents[2] / "fixtures" / "measured_dev.csv"
+
+
+def test_absolute_percentage_error_is_relative_to_the_measurement():
+    assert absolute_percentage_error(110.0, 100.0) == pytest.approx(10.0)
+    assert absolute_percentage_error(90.0, 100.0) == pytest.approx(10.0)
+    with pytest.raises(ValueError):
+        absolute_percentage_error(1.0, 0.0)
+
+
+def test_summarize_reports_median_mean_and_groups():
+    rows = [
+        {"predicted": 110, "measured": 100, "metric": "ttft_s", "chip_kind": "gpu"},
+        {"predicted": 80, "measured": 100, "metric": "ttft_s", "chip_kind": "gpu"},
+        {"predicted": 100, "measured": 100, "metric": "tpot_s", "chip_kind": "cpu"},
+    ]
+    s = summarize(rows)
+    assert s["count"] == 3 and s["mdape"] == pytest.approx(10.0) and s["mape"] == pytest.approx(10.0)
+    assert s["by_chip_kind"]["gpu"]["mdape"] == pytest.approx(15.0)
+    assert s["by_metric"]["tpot_s"] == {"mdape": 0.0, "mape": 0.0, "count": 1}
+
+
+def test_predict_metric_maps_every_metric_name_to_the_estimate():
+    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(128, 128), batch=8)
+    assert predict_metric("decode_tokens_per_s_per_user", e) == e.tokens_per_s_per_user
+    assert predict_metric("output_tokens_per_s", e) == e.output_tokens_per_s_total
+    assert predict_metric("ttft_s", e) == e.ttft_s
+    assert predict_metric("tpot_s", e) == e.tpot_s
+    assert predict_metric("speedup_vs_ar", e) == 1.0
+    with pytest.raises(ValueError):
+        predict_metric("joules", e)
+
+
+@pytest.mark.skipif(not DEV_CSV.exists(), reason="dev measurements not present")
+def test_the_dev_measurements_parse_with_max_batches_and_empty_kv_dtypes():
+    rows = read_measurements(DEV_CSV.read_text().splitlines())
+    assert len(rows) >= 80
+    assert any(r.kv_dtype is None for r in rows)
+    spec = next(r for r in rows if r.decoding == "speculative")
+    assert spec.decoding_params["draft_model"] == "llama-2-7b"
+
+
+def test_a_speculative_row_becomes_a_speculative_decoding_with_its_draft():
+    params = {"draft_model": "llama-2-7b", "draft_tokens": 4, "mean_accepted_tokens": 3.6}
+    decoding = decoding_from_params("speculative", params, llama_2_7b())
+    assert isinstance(decoding, Speculative) and decoding.mean_accepted_tokens == 3.6
+    with pytest.raises(ValueError):
+        decoding_from_params("speculative", {}, None)
+
+
+def test_llama_cpp_rows_without_tp_split_layers_across_gpus():
+    rows = read_measurements(
+        [
+            HEADER,
+            "x,llama-2-70b,nvidia-a100-sxm-80gb,4,,fp16,,1,0,1024,ar,,decode_tokens_per_s_per_user,7,llama.cpp CUDA,src,",
+            "y,llama-2-70b,nvidia-a100-sxm-80gb,4,,fp16,,max,128,128,ar,,output_tokens_per_s,2000,vLLM,src,",
+        ]
+    )
+    assert choose_layout(rows[0], llama_2_70b(), a100_sxm_80gb()) == (1, 4)
+    assert choose_layout(rows[1], llama_2_70b(), a100_sxm_80gb()) == (4, 1)
+    throughput = predict_row(rows[1], llama_2_70b(), a100_sxm_80gb())
+    assert throughput.batch == throughput.memory.max_concurrency > 100  # "max": the max-throughput point
+
+
+def test_a_gpt_fast_row_is_predicted_within_twenty_percent():
+    # gpt-fast Llama-2-7B bf16 on A100-80GB: 104.9 tok/s at batch 1 (README @32971d3).
+    row = read_measurements(
+        [
+            HEADER,
+            "gf,llama-2-7b,nvidia-a100-sxm-80gb,1,1,bf16,bf16,1,5,200,ar,,decode_tokens_per_s_per_user,104.9,gpt-fast,src,",
+        ]
+    )[0]
+    predicted = predict_metric(row.metric, predict_row(row, llama_2_7b(), a100_sxm_80gb()))
+    assert absolute_percentage_error(predicted, row.value) < 20.0

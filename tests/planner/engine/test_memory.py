@@ -1,0 +1,87 @@
+"""KV cache sizes, paged memory and the memory-fit reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.engine import Deployment, Workload, estimate
+
+from .factories import dense_model, h100_sxm, llama_2_70b, llama_3_1_8b, llama_3_1_70b, opt_13b
+
+
+def test_kv_bytes_per_token_of_opt_13b_is_800_kb():
+    # vLLM paper sec. 3: 2 x 5120 x 40 layers x 2 bytes = 800 KB per token.
+    assert opt_13b().kv_cache_elements_per_token * 2 == 819_200
+
+
+def test_kv_bytes_per_token_of_llama_2_70b_is_320_kib():
+    # Databricks inference blog, Table 3: 0.312 GiB at 1024 tokens.
+    model = llama_2_70b()
+    assert model.kv_cache_elements_per_token * 2 == 327_680
+    assert model.kv_cache_elements_per_token * 2 * 1024 / 2**30 == pytest.approx(0.3125, rel=1e-6)
+
+
+def test_paged_kv_wastes_at_most_one_block_per_sequence():
+    model = llama_3_1_8b()
+    e = estimate(model, Deployment(chip=h100_sxm()), Workload(prompt_tokens=100, output_tokens=1))
+    per_token = model.kv_cache_elements_per_token * 2
+    logits_row = model.vocab_size * 4
+    cached = (e.memory.kv_bytes_per_sequence_per_chip - logits_row) / per_token
+    assert cached == 112  # ceil(101 / 16) = 7 blocks of 16 tokens
+    assert cached - 101 < 16
+
+
+def test_kv_heads_split_across_tp_ranks_until_each_rank_holds_one():
+    model, chip, work = llama_2_70b(), h100_sxm(), Workload(prompt_tokens=1024, output_tokens=1024)
+    kv = {tp: estimate(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp), work).memory.kv_bytes_per_sequence_per_chip
+          for tp in (2, 8)}  # fmt: skip
+    assert kv[2] / kv[8] == pytest.approx(4.0, rel=0.01)  # 8 KV heads: 4 per rank at tp 2, 1 at tp 8
+    # A model with 4 KV heads replicates them beyond tp 4: no further saving.
+    narrow = type(model)(**{**model.__dict__, "num_kv_heads": 4, "kv_cache_elements_per_token": 2 * 80 * 4 * 128})
+    at4 = estimate(narrow, Deployment(chip=chip, chip_count=4, tensor_parallel=4), work).memory.kv_bytes_per_sequence_per_chip
+    at8 = estimate(narrow, Deployment(chip=chip, chip_count=8, tensor_parallel=8), work).memory.kv_bytes_per_sequence_per_chip
+    assert at8 == pytest.approx(at4, rel=0.01)
+
+
+def test_llama_70b_bf16_on_one_h100_is_rejected_with_a_reason_in_words():
+    e = estimate(llama_3_1_70b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=128, output_tokens=128))
+    assert not e.fits
+    (reason,) = e.reasons
+    assert reason.startswith("llama-3.1-70b needs 141 GB of weights at bf16; one nvidia-h100-sxm has 80 GB")
+    assert "tensor_parallel*pipeline_parallel >= 2" in reason and "fp8" in reason
+
+
+def test_llama_70b_bf16_fits_on_two_h100s_with_tensor_parallel():
+    e = estimate(llama_3_1_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(128, 128))
+    assert e.feasible
+    assert e.memory.weights_bytes_per_chip == pytest.approx(70.6e9, rel=1e-9)
+
+
+def test_tensor_parallel_that_does_not_divide_the_heads_is_infeasible():
+    # GPT-2 small shapes: 12 heads cannot be split 8 ways.
+    gpt2 = dense_model("gpt2", total_params=124e6, num_layers=12, hidden_size=768, num_attention_heads=12, num_kv_heads=12,
+                       vocab_size=50257, tie_word_embeddings=True, max_context_tokens=1024)  # fmt: skip
+    e = estimate(gpt2, Deployment(chip=h100_sxm(), chip_count=8, tensor_parallel=8), Workload(128, 128))
+    assert not e.fits
+    assert e.reasons == ("gpt2 has 12 attention heads; tensor_parallel=8 does not divide them",)
+
+
+def test_batch_beyond_the_kv_capacity_is_rejected_and_names_the_limit():
+    model, chip, work = llama_3_1_8b(), h100_sxm(), Workload(prompt_tokens=8192, output_tokens=8192)
+    limit = estimate(model, Deployment(chip=chip), work).memory.max_concurrency
+    e = estimate(model, Deployment(chip=chip), work, batch=limit + 1)
+    assert not e.fits
+    assert f"room for {limit} concurrent sequences" in e.reasons[0]
+    assert estimate(model, Deployment(chip=chip), work, batch=limit).fits
+
+
+def test_max_concurrency_grows_when_tensor_parallel_frees_memory():
+    model, chip, work = llama_3_1_70b(), h100_sxm(), Workload(prompt_tokens=2048, output_tokens=2048)
+    at2 = estimate(model, Deployment(chip=chip, chip_count=2, tensor_parallel=2), work).memory.max_concurrency
+    at4 = estimate(model, Deployment(chip=chip, chip_count=4, tensor_parallel=4), work).memory.max_concurrency
+    assert at4 > 2 * at2
+
+
+def test_context_longer_than_the_model_allows_is_rejected():
+    e = estimate(opt_13b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=2000, output_tokens=100))
+    assert not e.fits and "context of 2048" in e.reasons[0]

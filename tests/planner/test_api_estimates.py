@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pytest
+
+BASE = {"model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "prompt_tokens": 1000, "output_tokens": 300}
+
+
+def test_an_estimate_reports_latency_memory_bounds_cost_and_energy(catalog, anonymous_client):
+    response = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 1}, format="json")
+    assert response.status_code == 200
+    e = response.json()
+    assert e["feasible"] and e["tensor_parallel"] == 1
+    assert e["decode"]["bound"] == "memory" and e["prefill"]["bound"] == "compute"
+    # batch-1 bf16 decode sits near 1 FLOP/byte, far below the H100's ridge (~295)
+    assert e["decode"]["intensity_flop_per_byte"] == pytest.approx(1.0, rel=0.25)
+    assert e["decode"]["ridge_flop_per_byte"] == pytest.approx(989.4e12 / 3.35e12, rel=0.01)
+    # memory-bound decode: between the textbook roofline (206 tok/s) and a fraction of it
+    assert 100 < e["tokens_per_s_per_user"] < 3.35e12 / 16.06e9
+    assert e["memory"]["weights_bytes_per_chip"] == pytest.approx(16.06e9, rel=0.01)
+    assert e["costs"] and all(c["usd_per_million_output_tokens"] > 0 for c in e["costs"])
+    assert e["cost"] == e["costs"][0]
+    assert 0 < e["mbu"] <= 1 and 0 < e["mfu"] < 0.05
+    assert e["energy_per_output_token_j"] <= e["energy_per_output_token_upper_j"]
+    assert e["efficiency_source"] == "spec defaults"
+
+
+def test_max_batch_finds_the_max_throughput_point_under_the_slos(catalog, anonymous_client):
+    body = {**BASE, "model": "llama-3.1-70b", "chip_count": 8, "batch": "max", "ttft_slo_s": 0.5, "tpot_slo_s": 0.05}
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert e["feasible"] and e["batch"] > 1 and e["tpot_s"] <= 0.05
+    one = anonymous_client.post("/api/v1/estimates/", {**body, "batch": 1, "tensor_parallel": e["tensor_parallel"]}, format="json").json()
+    assert e["output_tokens_per_s_total"] > 4 * one["output_tokens_per_s_total"]
+
+
+def test_a_model_too_big_for_one_chip_is_infeasible_with_the_reason_in_words(catalog, anonymous_client):
+    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "model": "llama-3.1-70b", "tensor_parallel": 1}, format="json").json()
+    assert not e["feasible"]
+    assert "llama-3.1-70b needs" in e["reasons"][0] and "nvidia-h100-sxm" in e["reasons"][0]
+
+
+def test_fp8_on_an_a100_falls_back_and_says_so(catalog, anonymous_client):
+    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "chip": "nvidia-a100-sxm-80gb", "weight_dtype": "fp8"}, format="json").json()
+    assert e["compute_dtype"] != "fp8"
+    assert any("fp8" in w for w in e["warnings"])
+
+
+def test_speculative_decoding_is_costed_with_a_draft_model(catalog, anonymous_client):
+    body = {**BASE, "model": "llama-3.1-70b", "chip_count": 4, "batch": 1,
+            "decoding": {"method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": 4, "acceptance_rate": 0.8}}
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert e["feasible"] and e["speedup_vs_ar"] > 1.5
+    assert e["tokens_per_step"] == pytest.approx((1 - 0.8**5) / (1 - 0.8), rel=1e-6)
+
+
+def test_block_diffusion_and_diffusion_models_get_their_own_methods(catalog, anonymous_client):
+    block = anonymous_client.post("/api/v1/estimates/", {**BASE, "model": "fast-dllm-v2-7b", "batch": 1,
+                                  "decoding": {"method": "block_diffusion", "block_size": 32, "tokens_per_forward": 2.5}}, format="json")
+    assert block.status_code == 200 and block.json()["feasible"]
+    diffusion = anonymous_client.post("/api/v1/estimates/", {**BASE, "model": "llada-8b", "prompt_tokens": 512, "output_tokens": 256,
+                                      "decoding": {"method": "diffusion", "steps": 64}}, format="json")
+    assert diffusion.status_code == 200 and diffusion.json()["feasible"]
+
+
+def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
+    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "offering": "aws-p5-48xlarge-capacity-block-us-east-1"}, format="json")
+    if e.status_code == 400:
+        pytest.fail(e.json())
+    costs = e.json()["costs"]
+    assert [c["offering_slug"] for c in costs] == ["aws-p5-48xlarge-capacity-block-us-east-1"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model": "no-such-model"}, "model"),
+        ({"chip": "no-such-chip"}, "chip"),
+        ({"prompt_tokens": -5}, "prompt_tokens"),
+        ({"prompt_tokens": 10**12}, "prompt_tokens"),
+        ({"prompt_tokens": "many"}, "prompt_tokens"),
+        ({"prompt_tokens": 200_000}, "prompt_tokens"),
+        ({"batch": 0}, "batch"),
+        ({"batch": "lots"}, "batch"),
+        ({"tensor_parallel": 3}, "tensor_parallel"),
+        ({"chip_count": 3, "tensor_parallel": 2}, "chip_count"),
+        ({"weight_dtype": "fp7"}, "weight_dtype"),
+        ({"decoding": {"method": "diffusion"}}, "decoding"),
+        ({"decoding": {"method": "speculative"}}, "decoding"),
+        ({"decoding": {"method": "speculative", "draft_model": "llama-3.2-1b", "acceptance_rate": 1.5}}, "decoding"),
+        ({"efficiency": {"compute_fraction": 2, "bandwidth_fraction": 0.8, "step_overhead_s": 0}}, "efficiency"),
+        ({"offering": "aws-p5e-48xlarge-capacity-block-us-east-2"}, "offering"),
+    ],
+)
+def test_bad_estimate_input_gets_400_naming_the_field(catalog, anonymous_client, change, field):
+    response = anonymous_client.post("/api/v1/estimates/", {**BASE, **change}, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+
+
+def test_missing_fields_and_malformed_json_get_400(catalog, anonymous_client):
+    response = anonymous_client.post("/api/v1/estimates/", {"model": "llama-3.1-8b"}, format="json")
+    assert response.status_code == 400 and {"chip", "prompt_tokens", "output_tokens"} <= set(response.json())
+    response = anonymous_client.generic("POST", "/api/v1/estimates/", "{oops", content_type="application/json")
+    assert response.status_code == 400

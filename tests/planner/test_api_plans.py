@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from planner.models import Plan
+
+CHAT_70B = {
+    "model": "llama-3.1-70b",
+    "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 200, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05},
+}
+
+
+def test_a_plan_ranks_feasible_configurations_by_cost_and_stores_its_inputs(catalog, token_client):
+    response = token_client.post("/api/v1/plans/", CHAT_70B, format="json")
+    assert response.status_code == 201, response.json()
+    plan = response.json()
+    ranked = plan["results"]["ranked"]
+    assert plan["feasible_count"] > 0 and ranked
+    costs = [row["usd_per_million_output_tokens"] for row in ranked if row["usd_per_million_output_tokens"] is not None]
+    assert costs == sorted(costs)
+    assert all(row["tpot_s"] <= 0.05 and row["ttft_s"] <= 0.5 for row in ranked)
+    assert plan["inputs"]["model"] == "llama-3.1-70b"
+    assert {c["slug"] for c in plan["catalog_snapshot"]["chips"]} >= {"nvidia-h100-sxm", "google-tpu-v5e", "groq-lpu"}
+    assert plan["results"]["pareto_cost_tpot"]
+    reasons = {group["reason"] for group in plan["results"]["infeasible"]}
+    assert any("weights" in reason for reason in reasons)
+
+
+def test_the_pareto_front_has_no_dominated_point(catalog, token_client):
+    plan = token_client.post("/api/v1/plans/", CHAT_70B, format="json").json()
+    front = [(r["usd_per_million_output_tokens"], r["tpot_s"]) for r in plan["results"]["pareto_cost_tpot"]]
+    for cost, tpot in front:
+        assert not any(c <= cost and t <= tpot and (c, t) != (cost, tpot) for c, t in front)
+
+
+def test_hardware_filters_and_budget_narrow_the_plan(catalog, token_client):
+    body = {**CHAT_70B, "hardware": {"kinds": ["tpu"], "ownership": "rent", "max_chips": 32}}
+    plan = token_client.post("/api/v1/plans/", body, format="json").json()
+    assert plan["results"]["ranked"] and all(row["chip_kind"] == "tpu" for row in plan["results"]["ranked"])
+    assert all(row["pricing_model"] != "purchase" for row in plan["results"]["ranked"])
+    cheap = token_client.post("/api/v1/plans/", {**CHAT_70B, "budget_usd_per_million_output_tokens": 0.0001}, format="json").json()
+    assert cheap["results"]["ranked"] == [] and cheap["results"]["over_budget_count"] > 0
+
+
+def test_a_plan_is_listed_fetched_and_exported_as_csv(catalog, token_client, anonymous_client):
+    plan_id = token_client.post("/api/v1/plans/", CHAT_70B, format="json").json()["id"]
+    listing = anonymous_client.get("/api/v1/plans/").json()
+    assert listing["results"][0]["id"] == plan_id
+    assert anonymous_client.get(f"/api/v1/plans/{plan_id}/").json()["id"] == plan_id
+    export = anonymous_client.get(f"/api/v1/plans/{plan_id}/export.csv")
+    assert export.status_code == 200 and export["Content-Type"] == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(export.content.decode())))
+    assert rows and rows[0]["rank"] == "1" and float(rows[0]["usd_per_million_output_tokens"]) > 0
+
+
+def test_an_anonymous_plan_write_gets_401_and_stores_nothing(catalog, anonymous_client):
+    assert anonymous_client.post("/api/v1/plans/", CHAT_70B, format="json").status_code == 401
+    assert not Plan.objects.exists()
+
+
+def test_an_unknown_plan_is_404(db, anonymous_client):
+    assert anonymous_client.get("/api/v1/plans/00000000-0000-0000-0000-000000000000/").status_code == 404
+    assert anonymous_client.get("/api/v1/plans/not-a-uuid/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"model": "nope", "workload": CHAT_70B["workload"]}, "model"),
+        ({"model": "llama-3.1-70b"}, "workload"),
+        ({**CHAT_70B, "workload": {"prompt_tokens": 0, "output_tokens": 10}}, "workload"),
+        ({**CHAT_70B, "workload": {"prompt_tokens": "x", "output_tokens": 10}}, "workload"),
+        ({**CHAT_70B, "hardware": {"kinds": ["quantum"]}}, "hardware"),
+        ({**CHAT_70B, "hardware": {"max_chips": 100000}}, "hardware"),
+        ({**CHAT_70B, "hardware": {"chips": ["no-such-chip"]}}, "hardware"),
+        ({**CHAT_70B, "decodings": [{"method": "block_diffusion"}]}, "decodings"),
+        ({**CHAT_70B, "budget_usd_per_million_output_tokens": -1}, "budget_usd_per_million_output_tokens"),
+        ([1, 2], "non_field_errors"),
+    ],
+)
+def test_bad_plan_input_gets_400_naming_the_field_and_stores_nothing(catalog, token_client, body, field):
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()
+    assert not Plan.objects.exists()
+
+
+def test_an_absurd_search_is_refused_up_front(catalog, token_client, monkeypatch):
+    from planner import services
+
+    monkeypatch.setattr(services, "MAX_PLAN_CANDIDATES", 1000)
+    response = token_client.post("/api/v1/plans/", {**CHAT_70B, "workload": {"prompt_tokens": 100, "output_tokens": 100}}, format="json")
+    assert response.status_code == 400 and "narrow" in response.json()["hardware"][0]
+    assert not Plan.objects.exists()

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from planner.models import Plan
+
+MEASURED_DEV = Path(__file__).resolve().parent.parent / "fixtures" / "measured_dev.csv"
+MDAPE_BAR_PERCENT = 20.0
+
+
+def test_the_estimate_command_prints_a_readable_estimate_and_json(catalog, capsys):
+    call_command("estimate", "--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "1000", "--output-tokens", "300")
+    out = capsys.readouterr().out
+    assert "TTFT" in out and "memory-bound" in out and "per 1M output tokens" in out
+    call_command("estimate", "--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "1000", "--output-tokens", "300", "--json")
+    assert json.loads(capsys.readouterr().out)["decode"]["bound"] == "memory"
+
+
+def test_the_estimate_command_names_a_bad_field(catalog):
+    with pytest.raises(CommandError, match="tensor_parallel"):
+        call_command("estimate", "--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "10",
+                     "--output-tokens", "10", "--tensor-parallel", "3")
+
+
+def test_the_plan_command_stores_a_plan_and_prints_the_ranking(catalog, capsys):
+    call_command("plan", "--model", "llama-3.1-8b", "--prompt-tokens", "500", "--output-tokens", "200", "--concurrency", "16",
+                 "--tpot-slo", "0.05", "--kinds", "gpu,tpu")
+    out = capsys.readouterr().out
+    assert Plan.objects.count() == 1 and "$/1M out" in out and "  1 " in out
+
+
+def test_accuracy_on_the_dev_set_has_a_median_error_under_twenty_percent(catalog, capsys):
+    call_command("accuracy", str(MEASURED_DEV), "--json")
+    report = json.loads(capsys.readouterr().out)
+    summary = report["summary"]
+    assert summary["total"] == 81
+    assert summary["count"] + summary["unpredicted"] == summary["total"]
+    for missed in report["unpredicted"]:
+        assert missed["reason"]
+    assert summary["mdape"] <= MDAPE_BAR_PERCENT
+    assert set(summary["by_metric"]) >= {"decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s"}
+
+
+def test_an_unknown_slug_in_a_measurements_csv_is_listed_not_dropped(catalog, tmp_path, capsys):
+    lines = MEASURED_DEV.read_text().splitlines()
+    broken = lines[1].replace("llama-2-7b", "llama-99b", 1)
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join([lines[0], broken, lines[2]]) + "\n")
+    call_command("accuracy", str(path), "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["count"] == 1 and report["unpredicted"][0]["reason"].startswith("unknown catalog slug")
