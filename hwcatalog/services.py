@@ -120,3 +120,19 @@ def model_import_hf(
     model.full_clean()
     model.save()
     return model, imported.style
+
+
+@transaction.atomic
+def chip_create_measured(*, values: dict[str, Any]) -> Chip:
+    """A generic catalog chip for hardware the catalog lacks (a worker's own CPU), from a probe.
+    Its sources say the values were measured, and when."""
+    values = {k: v for k, v in values.items() if k in {f.name for f in Chip._meta.concrete_fields}}
+    values["vendor"] = values.get("vendor") or "unknown"
+    values["memory_type"] = values.get("memory_type") or ""
+    if isinstance(values.get("as_of"), str):
+        values["as_of"] = dt.date.fromisoformat(values["as_of"][:10])
+    values.setdefault("as_of", dt.date.today())
+    chip = Chip(**values)
+    chip.full_clean()
+    chip.save()
+    return chip

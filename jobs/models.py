@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import uuid
+
+from django.conf import settings
 from django.db import models
 
 
@@ -16,3 +19,67 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname} @ {self.seen_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ValidationRun(models.Model):
+    """A real trial of one planned configuration on a worker's own hardware, with the
+    prediction for that hardware beside the measurement."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Trial(models.TextChoices):
+        DECODE = "decode"
+        SPECULATIVE = "speculative"
+        BLOCK_DIFFUSION = "block_diffusion"
+
+    class Queue(models.TextChoices):
+        CPU = "cpu"
+        GPU = "gpu"
+
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    plan = models.ForeignKey("planner.Plan", null=True, blank=True, on_delete=models.SET_NULL, related_name="validations")
+    rank = models.PositiveIntegerField(null=True, blank=True, help_text="1-based rank of the configuration in the plan.")
+    configuration = models.JSONField(help_text="The planned configuration (a ranked row of the plan).")
+    model_slug = models.CharField(max_length=80)
+    trial = models.CharField(max_length=16, choices=Trial.choices)
+    params = models.JSONField(default=dict, help_text="Trial parameters: batch, prompt_tokens, decode_steps, dtype, ...")
+    queue = models.CharField(max_length=8, choices=Queue.choices, default=Queue.CPU)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    progress_percent = models.FloatField(default=0.0)
+    progress_message = models.CharField(max_length=300, blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    celery_task_id = models.CharField(max_length=64, blank=True, default="")
+    worker_hostname = models.CharField(max_length=255, blank=True, default="")
+    device_name = models.CharField(max_length=255, blank=True, default="")
+    matched_chip_slug = models.CharField(max_length=80, blank=True, default="")
+    predicted = models.JSONField(default=dict, blank=True)
+    measured = models.JSONField(default=dict, blank=True)
+    error_percent = models.JSONField(default=dict, blank=True, help_text="|predicted - measured| / measured per metric.")
+    environment = models.JSONField(default=dict, blank=True)
+    log_tail = models.TextField(blank=True, default="")
+    failure_reason = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(progress_percent__gte=0, progress_percent__lte=100), name="run_progress_in_range"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trial} of {self.model_slug} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in self.FINISHED

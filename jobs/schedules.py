@@ -6,15 +6,16 @@ from __future__ import annotations
 
 
 def ensure_default_schedules(**kwargs) -> None:
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
     every_minute, _ = IntervalSchedule.objects.get_or_create(every=60, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.get_or_create(
-        name="worker heartbeat",
-        defaults={
-            "task": "jobs.heartbeat",
-            "interval": every_minute,
-            "queue": "cpu",
-            "description": "Proves a worker reads the broker and writes the database.",
-        },
-    )
+    nightly, _ = CrontabSchedule.objects.get_or_create(minute="30", hour="2", day_of_week="*", day_of_month="*", month_of_year="*")
+    defaults = [
+        ("worker heartbeat", "jobs.heartbeat", {"interval": every_minute}, "Proves a worker reads the broker and writes the database."),
+        ("recover validation runs", "jobs.recover_validation_runs", {"interval": every_minute},
+         "Re-queues (or fails, with the reason) runs whose worker stopped answering."),
+        ("nightly re-validation of pinned plans", "jobs.revalidate_pinned_plans", {"crontab": nightly},
+         "A decode trial of the top configuration of every pinned plan, on the cpu queue's device."),
+    ]  # fmt: skip
+    for name, task, schedule, description in defaults:
+        PeriodicTask.objects.get_or_create(name=name, defaults={"task": task, "queue": "cpu", "description": description, **schedule})

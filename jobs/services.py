@@ -1,10 +1,42 @@
+"""Validation runs: create, execute (in a worker), cancel, recover, and feed the calibration.
+
+The trial itself runs in jobs/runner.py, which imports torch; it is imported inside
+validation_run_execute only, so the web process never loads torch."""
 from __future__ import annotations
 
-from django.db import transaction
+import logging
+import threading
+import traceback
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from jobs.models import WorkerHeartbeat
+from hwcatalog.models import Chip, ModelArch
+from jobs import selectors
+from jobs.models import ValidationRun, WorkerHeartbeat
+from planner import calibrations
+from planner.models import Plan
+from planner.services import trial_prediction
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 2
+HEARTBEAT_INTERVAL_S = 5.0
+STALE_AFTER_S = 60.0
+# Defaults keep a CPU trial to seconds; a GPU worker gets the issue's benchmark sizes.
+DEFAULT_PARAMS = {
+    "cpu": {"batch": 1, "prompt_tokens": 32, "decode_steps": 16, "dtype": "fp32", "max_layers": 2},
+    "gpu": {"batch": 1, "prompt_tokens": 128, "decode_steps": 128, "dtype": "bf16"},
+}
+PARAM_LIMITS = {"batch": (1, 256), "prompt_tokens": (1, 32_768), "decode_steps": (1, 4_096), "max_layers": (1, 1_000),
+                "block_size": (1, 512), "steps": (1, 512), "draft_tokens": (1, 16)}  # fmt: skip
+# Rough CPU cost guard: a trial larger than this many layer-token steps is refused up front.
+MAX_CPU_LAYER_TOKENS = 200_000
+METRICS = ("ttft_s", "tpot_s", "tokens_per_s_per_user", "output_tokens_per_s_total", "mbu", "mfu")
 
 
 @transaction.atomic
@@ -13,3 +45,237 @@ def worker_heartbeat_record(*, hostname: str, queue: str) -> WorkerHeartbeat:
     WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(seen_at=timezone.now(), queue=queue, beats=F("beats") + 1)
     heartbeat.refresh_from_db()
     return heartbeat
+
+
+def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: ModelArch) -> dict[str, Any]:
+    if params is not None and not isinstance(params, dict):
+        raise ValidationError({"params": "Must be an object."})
+    merged = {**DEFAULT_PARAMS[queue], **(params or {})}
+    for key, value in merged.items():
+        if key in PARAM_LIMITS:
+            low, high = PARAM_LIMITS[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValidationError({"params": f"{key} must be an integer between {low} and {high}."})
+    if merged["dtype"] not in ("fp32", "bf16", "fp16"):
+        raise ValidationError({"params": "dtype must be fp32, bf16 or fp16 (the trials run plain PyTorch matmuls)."})
+    unknown = set(merged) - set(PARAM_LIMITS) - {"dtype", "compile", "threshold", "draft_model"}
+    if unknown:
+        raise ValidationError({"params": f"Unknown parameter(s): {', '.join(sorted(unknown))}."})
+    layers = merged.get("max_layers") or model.num_layers
+    if queue == "cpu" and layers * merged["batch"] * (merged["prompt_tokens"] + merged["decode_steps"]) > MAX_CPU_LAYER_TOKENS:
+        raise ValidationError({"params": "This CPU trial would take hours; lower max_layers, batch, prompt_tokens or decode_steps."})
+    if trial == "block_diffusion":
+        merged.setdefault("block_size", model.default_block_size or 32)
+    return merged
+
+
+def _trial_for(model: ModelArch, trial: str) -> None:
+    kinds = {"decode": ("autoregressive", "diffusion", "block_diffusion"), "speculative": ("autoregressive",),
+             "block_diffusion": ("block_diffusion", "diffusion", "autoregressive")}  # fmt: skip
+    if trial not in kinds:
+        raise ValidationError({"trial": f"Unknown trial {trial!r}; use decode, speculative or block_diffusion."})
+    if model.generation_kind not in kinds[trial]:
+        raise ValidationError({"trial": f"{model.slug} is a {model.generation_kind} model; a {trial} trial does not apply."})
+
+
+@transaction.atomic
+def validation_run_create(*, plan: Plan, rank: int, trial: str, queue: str = "cpu", params: dict | None = None, user=None) -> ValidationRun:
+    """Queue a trial of the plan's configuration at `rank` (1-based); the task is sent after commit."""
+    ranked = plan.results.get("ranked", [])
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= len(ranked):
+        raise ValidationError({"rank": f"Must be between 1 and {len(ranked)} (the plan's ranked configurations)."})
+    if queue not in ValidationRun.Queue.values:
+        raise ValidationError({"queue": "Must be cpu or gpu."})
+    model = ModelArch.objects.filter(slug=plan.model_slug).first()
+    if model is None:
+        raise ValidationError({"plan": f"The plan's model {plan.model_slug!r} is no longer in the catalog."})
+    _trial_for(model, trial)
+    run = ValidationRun.objects.create(
+        plan=plan, rank=rank, configuration=ranked[rank - 1], model_slug=model.slug, trial=trial, queue=queue,
+        params=_clean_params(trial, queue, params, model), created_by=user if getattr(user, "is_authenticated", False) else None,
+    )  # fmt: skip
+    transaction.on_commit(lambda: _send(run))
+    return run
+
+
+def _send(run: ValidationRun) -> None:
+    from jobs.tasks import run_validation
+
+    result = run_validation.apply_async(args=[str(run.pk)], queue=run.queue)
+    ValidationRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
+
+
+@transaction.atomic
+def validation_run_cancel(*, run: ValidationRun) -> ValidationRun:
+    run = ValidationRun.objects.select_for_update().get(pk=run.pk)
+    if run.finished:
+        raise ValidationError({"status": f"The run already ended ({run.status})."})
+    run.status = ValidationRun.Status.CANCELLED
+    run.finished_at = timezone.now()
+    run.progress_message = "cancelled"
+    run.save(update_fields=["status", "finished_at", "progress_message"])
+    return run
+
+
+class Cancelled(Exception):
+    pass
+
+
+def _claim(run_id: str, *, hostname: str, task_id: str) -> ValidationRun | None:
+    """Mark the run running; None if it ended already. A redelivered run (its worker died)
+    counts an attempt; past MAX_ATTEMPTS it fails with the reason."""
+    with transaction.atomic():
+        run = ValidationRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.finished:
+            return None
+        if run.attempts >= MAX_ATTEMPTS:
+            _finish(run, status=ValidationRun.Status.FAILED, reason=f"the worker running it was lost {run.attempts} times")
+            return None
+        now = timezone.now()
+        run.status, run.attempts, run.started_at, run.heartbeat_at = ValidationRun.Status.RUNNING, run.attempts + 1, now, now
+        run.worker_hostname, run.celery_task_id = hostname, task_id or run.celery_task_id
+        run.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "worker_hostname", "celery_task_id"])
+        return run
+
+
+def _finish(run: ValidationRun, *, status: str, reason: str = "", **fields) -> None:
+    ValidationRun.objects.filter(pk=run.pk).exclude(status=ValidationRun.Status.CANCELLED).update(
+        status=status, failure_reason=reason[:5000], finished_at=timezone.now(), **fields
+    )
+
+
+class _Heartbeat:
+    """Writes heartbeat_at every few seconds from a thread while the trial runs, so a run
+    whose worker died is told apart from a slow one."""
+
+    def __init__(self, run_id):
+        self.run_id, self.stop = run_id, threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self.stop.wait(HEARTBEAT_INTERVAL_S):
+                ValidationRun.objects.filter(pk=self.run_id, status=ValidationRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+def _progress_writer(run: ValidationRun, log: list[str]):
+    def progress(fraction: float, message: str) -> None:
+        log.append(f"{timezone.now():%H:%M:%S} {fraction * 100:5.1f}% {message}")
+        updated = ValidationRun.objects.filter(pk=run.pk, status=ValidationRun.Status.RUNNING).update(
+            progress_percent=min(max(fraction * 100.0, 0.0), 100.0), progress_message=message[:300],
+            heartbeat_at=timezone.now(), log_tail="\n".join(log[-50:]),
+        )  # fmt: skip
+        if not updated:
+            raise Cancelled()
+
+    return progress
+
+
+def _errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for metric in METRICS:
+        p, m = predicted.get(metric), measured.get(metric)
+        if isinstance(p, (int, float)) and isinstance(m, (int, float)) and m:
+            out[metric] = abs(p - m) / abs(m) * 100.0
+    return out
+
+
+def validation_run_execute(*, run_id: str, hostname: str = "", task_id: str = "") -> None:
+    """Run the trial on this worker's device, store predicted vs measured, refit the calibration."""
+    run = _claim(run_id, hostname=hostname, task_id=task_id)
+    if run is None:
+        return
+    log: list[str] = []
+    progress = _progress_writer(run, log)
+    try:
+        from jobs import runner  # imports torch: workers only
+
+        with _Heartbeat(run.pk):
+            outcome = runner.run_trial(run=run, progress=progress)
+        chip = outcome.chip
+        measured = outcome.measured
+        predicted = {}
+        if chip is not None and run.trial == ValidationRun.Trial.DECODE:
+            predicted = trial_prediction(
+                model=ModelArch.objects.get(slug=run.model_slug), chip=chip, weight_dtype=run.params["dtype"],
+                batch=run.params["batch"], prompt_tokens=run.params["prompt_tokens"], output_tokens=run.params["decode_steps"] + 1,
+                num_layers=outcome.layers_run,
+            )  # fmt: skip
+        _finish(
+            run, status=ValidationRun.Status.SUCCEEDED, device_name=outcome.device_name or "", matched_chip_slug=chip.slug if chip else "",
+            measured=measured, predicted=predicted, error_percent=_errors(predicted, measured), environment=outcome.environment,
+            progress_percent=100.0, progress_message="done", log_tail="\n".join(log[-50:]),
+        )  # fmt: skip
+        if predicted and chip is not None:
+            _refit_calibration(chip=chip, dtype=run.params["dtype"])
+    except Cancelled:
+        logger.info("validation run %s was cancelled", run_id)
+    except Exception as exc:  # noqa: BLE001 - any failure ends the run with its reason, never "running"
+        from celery.exceptions import SoftTimeLimitExceeded
+
+        reason = "the trial ran past its time limit" if isinstance(exc, SoftTimeLimitExceeded) else f"{type(exc).__name__}: {exc}"
+        log.append(traceback.format_exc()[-3000:])
+        _finish(run, status=ValidationRun.Status.FAILED, reason=reason, log_tail="\n".join(log[-50:]))
+        logger.exception("validation run %s failed", run_id)
+    finally:
+        close_old_connections()
+
+
+def _refit_calibration(*, chip: Chip, dtype: str) -> None:
+    runs = list(selectors.succeeded_runs_for(chip_slug=chip.slug, dtype=dtype).order_by("-finished_at")[:50])
+    observations = [
+        calibrations.observation_from(r.predicted, r.measured, chip, dtype)
+        for r in runs
+        if r.predicted.get("decode") and r.measured.get("tpot_s") and r.measured.get("ttft_s")
+    ]
+    if observations:
+        calibrations.calibration_fit(chip=chip, weight_dtype=dtype, observations=observations, run_ids=[r.pk for r in runs])
+
+
+def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S) -> dict[str, int]:
+    """Runs left "running" by a worker that died (no heartbeat for stale_after_s): re-queued
+    while attempts remain, else failed with the reason. Scheduled every minute."""
+    cutoff = timezone.now() - timedelta(seconds=stale_after_s)
+    requeued = failed = 0
+    stale = ValidationRun.objects.filter(status=ValidationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
+    for run in stale:
+        with transaction.atomic():
+            run = ValidationRun.objects.select_for_update().get(pk=run.pk)
+            if run.status != ValidationRun.Status.RUNNING or run.heartbeat_at >= cutoff:
+                continue
+            if run.attempts >= MAX_ATTEMPTS:
+                _finish(run, status=ValidationRun.Status.FAILED, reason=f"the worker running it stopped answering ({run.attempts} attempts)")
+                failed += 1
+            else:
+                run.status, run.progress_message = ValidationRun.Status.QUEUED, "re-queued: its worker stopped answering"
+                run.save(update_fields=["status", "progress_message"])
+                transaction.on_commit(lambda run=run: _send(run))
+                requeued += 1
+    return {"requeued": requeued, "failed": failed}
+
+
+def pinned_plans_revalidate(*, queue: str = "cpu") -> dict[str, int]:
+    """Nightly: a decode trial of the top configuration of every pinned plan on `queue`'s device.
+    A plan whose previous run of the day is still queued or running is skipped."""
+    queued = skipped = 0
+    since = timezone.now() - timedelta(hours=20)
+    for plan in Plan.objects.filter(pinned=True, feasible_count__gt=0):
+        busy = ValidationRun.objects.filter(plan=plan, rank=1, queue=queue, created_at__gte=since).exclude(
+            status__in=ValidationRun.FINISHED
+        )
+        if busy.exists():
+            skipped += 1
+            continue
+        validation_run_create(plan=plan, rank=1, trial="decode", queue=queue)
+        queued += 1
+    return {"queued": queued, "skipped": skipped}

@@ -3,6 +3,7 @@
 Also records the values used, so a Plan can store the catalog snapshot it was built from."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,15 +14,25 @@ from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec
 from planner.models import Calibration
 
 
-def model_spec(model: ModelArch) -> ModelSpec:
+def model_spec(model: ModelArch, *, num_layers: int | None = None) -> ModelSpec:
+    """The engine's spec of a catalog model; `num_layers` describes a scaled copy (fewer
+    layers, same layer shapes), as a trial runs when the whole model does not fit."""
     shape = model.shape()
+    total, active = float(model.total_params), float(model.active_params or model.total_params)
+    if num_layers is not None and num_layers != model.num_layers:
+        full = shape
+        scaled_moe_layers = round((model.moe_layer_count or model.num_layers) * num_layers / model.num_layers) if model.is_moe else None
+        shape = dataclasses.replace(shape, num_layers=num_layers, moe_layer_count=scaled_moe_layers)
+        # Keep the published/derived ratio (norms, biases the shape count leaves out).
+        total *= architecture.parameter_count(shape) / architecture.parameter_count(full)
+        active *= architecture.active_parameter_count(shape) / architecture.active_parameter_count(full)
     return ModelSpec(
         slug=model.slug,
-        total_params=float(model.total_params),
-        active_params=float(model.active_params or model.total_params),
+        total_params=total,
+        active_params=active,
         embedding_params=float(architecture.embedding_params(shape)),
         lm_head_params=float(architecture.lm_head_params(shape)),
-        num_layers=model.num_layers,
+        num_layers=shape.num_layers,
         hidden_size=model.hidden_size,
         num_attention_heads=model.num_attention_heads,
         num_kv_heads=model.num_kv_heads,
@@ -33,7 +44,7 @@ def model_spec(model: ModelArch) -> ModelSpec:
         qk_rope_head_dim=model.qk_rope_head_dim,
         num_experts=model.num_experts,
         experts_per_token=model.experts_per_token,
-        moe_layer_count=(model.moe_layer_count or model.num_layers) if model.is_moe else None,
+        moe_layer_count=(shape.moe_layer_count or shape.num_layers) if model.is_moe else None,
         params_per_expert=float(architecture.params_per_expert(shape)) if model.is_moe else None,
         generation_kind=model.generation_kind,
         default_block_size=model.default_block_size,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import QuerySet
 
 from planner.models import Calibration, Plan
@@ -16,3 +18,12 @@ def plan_get(*, plan_id) -> Plan:
 
 def calibration_list() -> QuerySet[Calibration]:
     return Calibration.objects.all()
+
+
+def plan_find(*, plan_id: str) -> Plan | None:
+    """The plan with this id, or None (also for a string that is not a UUID)."""
+    try:
+        uuid.UUID(str(plan_id))
+    except ValueError:
+        return None
+    return Plan.objects.filter(pk=plan_id).first()

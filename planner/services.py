@@ -280,3 +280,18 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
         pinned=data.get("pinned", False),
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
+
+
+def trial_prediction(
+    *, model: ModelArch, chip: Chip, weight_dtype: str, batch: int, prompt_tokens: int, output_tokens: int,
+    num_layers: int | None = None,
+) -> dict[str, Any]:
+    """What the planner predicts for a validation trial on the chip it actually ran on (one chip,
+    the trial's dtype, the scaled copy's layers), with the newest calibration."""
+    deployment = Deployment(chip=catalog_specs.chip_spec(chip), weight_dtype=weight_dtype, kv_dtype=weight_dtype)
+    workload = Workload(prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    result = estimate(
+        catalog_specs.model_spec(model, num_layers=num_layers), deployment, workload, batch=batch,
+        calibration=catalog_specs.calibrations_for([chip.slug]),
+    )  # fmt: skip
+    return json_safe(result)

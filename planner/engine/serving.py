@@ -61,10 +61,15 @@ def serving_metrics(
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
     batched = prefill_batched_per_prompt_s if needs_prefill else np.zeros_like(token_time_s)
+    # Continuous batching, colocated: every sequence's prefill runs once per `generated`
+    # decode steps of its replica. A user's TPOT carries the other b - 1 sequences'
+    # prefills (their own is in TTFT); the replica's throughput carries all b of them.
     if disaggregated:
         tpot = token_time_s
+        cycle_per_token = token_time_s
     else:
-        tpot = token_time_s + batch_per_replica * batched / generated
+        tpot = token_time_s + np.maximum(batch_per_replica - 1.0, 0.0) * batched / generated
+        cycle_per_token = token_time_s + batch_per_replica * batched / generated
     rate = request_rate_per_s
     if rate:
         if disaggregated:
@@ -89,7 +94,7 @@ def serving_metrics(
         ttft_s=ttft,
         tpot_s=tpot,
         tokens_per_s_per_user=1.0 / tpot,
-        output_tokens_per_s_total=concurrency / tpot,
+        output_tokens_per_s_total=concurrency / cycle_per_token,
         queue_wait_s=wait,
         prefill_utilisation=rho,
         concurrency_needed=needed,

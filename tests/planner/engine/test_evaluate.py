@@ -109,4 +109,7 @@ def test_a_single_candidate_grid_round_trips_through_evaluate():
     grid = CandidateGrid.single(weight_dtype="bf16", kv_dtype="bf16", batch=4)
     results = evaluate(llama_2_7b(), (h100_sxm(),), grid, Workload(64, 64))
     assert len(results) == 1 and results.feasible[0]
-    assert results.output_tokens_per_s_total[0] == pytest.approx(4 / results.tpot_s[0])
+    # throughput carries all four sequences' prefills; a user's TPOT only the other three
+    cycle = results.decode_token_time_s[0] + 4 * results.prefill_batched_s_per_prompt[0] / 64
+    assert results.output_tokens_per_s_total[0] == pytest.approx(4 / cycle)
+    assert results.tpot_s[0] == pytest.approx(results.decode_token_time_s[0] + 3 * results.prefill_batched_s_per_prompt[0] / 64)

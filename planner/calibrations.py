@@ -1,0 +1,57 @@
+"""Calibration services: fit, store (versioned) and roll back efficiency factors per chip and dtype."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+
+from hwcatalog.models import Chip
+from planner import catalog_specs
+from planner.engine.calibration import Observation, fit_efficiency
+from planner.engine.efficiency import default_efficiency
+from planner.models import Calibration
+
+
+def observation_from(predicted: dict[str, Any], measured: dict[str, Any], chip: Chip, weight_dtype: str) -> Observation:
+    """A measured trial with the work the engine predicted for it (bytes and FLOPs per chip)."""
+    spec = catalog_specs.chip_spec(chip)
+    compute_dtype = predicted.get("compute_dtype") or weight_dtype
+    peak = spec.peak_flops_per_s.get(compute_dtype) or max(spec.peak_flops_per_s.values())
+    return Observation(
+        decode_bytes=predicted["decode"]["bytes_per_chip"],
+        decode_flops=predicted["decode"]["flops_per_chip"],
+        tpot_s=measured["tpot_s"],
+        prefill_bytes=predicted["prefill"]["bytes_per_chip"],
+        prefill_flops=predicted["prefill"]["flops_per_chip"],
+        ttft_s=measured["ttft_s"],
+        peak_flops_per_s=peak,
+        bandwidth_bytes_per_s=spec.memory_bandwidth_bytes_per_s,
+    )
+
+
+@transaction.atomic
+def calibration_fit(*, chip: Chip, weight_dtype: str, observations: Sequence[Observation], run_ids: Sequence[str]) -> Calibration:
+    """Least-squares fit over the runs; stored as the next version for (chip, dtype)."""
+    latest = Calibration.objects.select_for_update().filter(chip_slug=chip.slug, weight_dtype=weight_dtype).aggregate(v=Max("version"))["v"]
+    version = (latest or 0) + 1
+    prior = default_efficiency(catalog_specs.chip_spec(chip), weight_dtype)
+    fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)")
+    e = fit.efficiency
+    return Calibration.objects.create(
+        chip_slug=chip.slug, weight_dtype=weight_dtype, version=version, compute_fraction=e.compute_fraction,
+        bandwidth_fraction=e.bandwidth_fraction, step_overhead_s=e.step_overhead_s, link_bandwidth_fraction=e.link_bandwidth_fraction,
+        run_count=fit.runs, fitted_from=[str(r) for r in run_ids], residual_rms=fit.residual_rms_s,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def calibration_rollback(*, chip_slug: str, weight_dtype: str, to_version: int) -> Calibration:
+    """Make `to_version` the one in use: newer versions are deactivated, not deleted."""
+    target = Calibration.objects.select_for_update().get(chip_slug=chip_slug, weight_dtype=weight_dtype, version=to_version)
+    Calibration.objects.filter(chip_slug=chip_slug, weight_dtype=weight_dtype, version__gt=to_version).update(active=False)
+    if not target.active:
+        target.active = True
+        target.save(update_fields=["active"])
+    return target
