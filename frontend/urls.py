@@ -7,4 +7,13 @@ from frontend import views
 app_name = "frontend"
 urlpatterns = [
     path("", views.home, name="home"),
+    path("plans/", views.plan_list, name="plan-list"),
+    path("plans/compare/", views.plan_compare, name="plan-compare"),
+    path("plans/<uuid:plan_id>/", views.plan_detail, name="plan-detail"),
+    path("plans/<uuid:plan_id>/validate/", views.validation_start, name="validation-start"),
+    path("plans/<uuid:plan_id>/validations/<uuid:run_id>/", views.validation_fragment, name="validation-fragment"),
+    path("catalog/", views.catalog_index, name="catalog"),
+    path("catalog/compare/", views.chip_compare, name="chip-compare"),
+    path("catalog/chips/<str:slug>/", views.chip_detail, name="chip-detail"),
+    path("catalog/models/<str:slug>/", views.model_detail, name="model-detail"),
 ]

@@ -1,11 +1,340 @@
+"""Server-rendered pages. Each view parses input, calls the same selectors, serializers and
+services as the REST API, and hands the stored JSON to a template. No planning math here."""
 from __future__ import annotations
 
-from django.shortcuts import render
+import uuid
+from typing import Any
 
-from hwcatalog import selectors
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Count
+from django.forms.models import model_to_dict
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from frontend import charts, explain, forms
+from frontend.templatetags.hwformat import duration, gb, num, percent, plain_percent, si
+from hwcatalog import selectors as catalog
+from hwcatalog import services as catalog_services
+from hwcatalog.models import Chip, ModelArch, Offering
+from jobs import selectors as jobs_selectors
+from jobs import services as jobs_services
+from planner import selectors as plans
+from planner import services as planner_services
+from planner.engine.units import DTYPES
+from planner.models import Plan
+from planner.serializers import PlanInputSerializer
+
+PLANS_PER_PAGE = 20
+MAX_COMPARED_CHIPS = 3
+VALIDATION_METRICS = (
+    ("ttft_s", "TTFT", duration), ("tpot_s", "TPOT", duration),
+    ("tokens_per_s_per_user", "Tokens/s per user", num), ("output_tokens_per_s_total", "Output tokens/s total", num),
+    ("mbu", "MBU", percent), ("mfu", "MFU", percent),
+)  # fmt: skip
 
 
-def home(request):
-    chips = selectors.chip_list()
-    models = selectors.model_list()
-    return render(request, "frontend/home.html", {"chips": chips, "models": models})
+# --- jobs (validation runs) -----------------------------------------------------------------
+def _validation_runs(plan: Plan) -> list[Any]:
+    return list(jobs_selectors.validation_run_list(plan=plan))
+
+
+def _validation_api_url(run_id) -> str:
+    return reverse("validation-detail", kwargs={"run_id": run_id})
+
+
+def validation_context(run) -> dict[str, Any]:
+    """A run plus its predicted-vs-measured rows, formatted for the partial."""
+    predicted, measured, errors = run.predicted or {}, run.measured or {}, run.error_percent or {}
+    rows = [
+        {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)), "error": plain_percent(errors.get(key))}
+        for key, label, fmt in VALIDATION_METRICS
+        if key in predicted or key in measured
+    ]
+    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": run.status in ("queued", "running")}
+
+
+# --- plan form --------------------------------------------------------------------------------
+def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+    models = list(catalog.model_list())
+    return {
+        "values": values,
+        "errors": errors,
+        "models": models,
+        "draft_models": [m for m in models if m.generation_kind == ModelArch.GenerationKind.AUTOREGRESSIVE],
+        "generation_kinds": {m.slug: m.generation_kind for m in models},
+        "presets": forms.PRESETS,
+        "kinds": Chip.Kind.choices,
+        "vendors": sorted(set(catalog.chip_list().values_list("vendor", flat=True))),
+        "pricing_models": Offering.PricingModel.choices,
+        "dtypes": DTYPES,
+        "ownerships": (("any", "Any"), ("rent", "Rent (cloud)"), ("own", "Own (purchase)")),
+        "decoding_methods": (("ar", "Autoregressive"), ("speculative", "Speculative (draft model)"),
+                             ("diffusion", "Diffusion"), ("block_diffusion", "Block diffusion")),  # fmt: skip
+    }
+
+
+def _import_uploaded_model(request: HttpRequest, errors: dict[str, list[str]]) -> str | None:
+    """Import an uploaded config.json as a catalog model; returns its slug or records errors."""
+    upload = forms.read_config_upload(request.FILES["config_file"], name=request.POST.get("import_name", ""))
+    if upload.error:
+        errors.setdefault("config_file", []).append(upload.error)
+        return None
+    slug = upload.slug
+    if ModelArch.objects.filter(slug=slug).exists():
+        if upload.explicit_slug:
+            errors.setdefault("import_name", []).append(f"A model with slug {slug!r} already exists; pick it from the list or choose another name.")
+            return None
+        base, n = slug, 2
+        while ModelArch.objects.filter(slug=slug).exists():
+            slug, n = f"{base}-{n}", n + 1
+    try:
+        model, _style = catalog_services.model_import_hf(config=upload.config, slug=slug, name=request.POST.get("import_name") or None)
+    except ValidationError as exc:
+        details = exc.message_dict if hasattr(exc, "error_dict") else {"config": exc.messages}
+        for field, messages_ in details.items():
+            errors.setdefault("import_name" if field == "slug" else "config_file", []).extend(f"{field}: {m}" for m in messages_)
+        return None
+    return model.slug
+
+
+@require_http_methods(["GET", "POST"])
+def home(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        values = forms.initial_values(model_slug=request.GET.get("model"))
+        return render(request, "frontend/home.html", _form_context(values, {}))
+
+    errors: dict[str, list[str]] = {}
+    plan = None
+    # One transaction: an uploaded model that is followed by an invalid plan is not kept.
+    with transaction.atomic():
+        model_slug = _import_uploaded_model(request, errors) if request.FILES.get("config_file") else None
+        if not errors:
+            serializer = PlanInputSerializer(data=forms.plan_payload(request.POST, model_slug=model_slug))
+            if serializer.is_valid():
+                try:
+                    plan = planner_services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
+                except planner_services.PlanTooLarge as exc:
+                    errors["hardware"] = [str(exc)]
+            else:
+                errors = forms.form_errors(serializer.errors)
+        if errors:
+            transaction.set_rollback(True)
+    if plan is not None:
+        return redirect("frontend:plan-detail", plan_id=plan.id)
+    values = forms.submitted_values(request.POST)
+    if model_slug and not errors:
+        values["model"] = model_slug
+    return render(request, "frontend/home.html", _form_context(values, errors))
+
+
+# --- plans --------------------------------------------------------------------------------------
+def _plan_or_404(plan_id) -> Plan:
+    try:
+        return plans.plan_get(plan_id=plan_id)
+    except (Plan.DoesNotExist, ValidationError, ValueError):
+        raise Http404("No plan with that id.") from None
+
+
+def _selected_rank(request: HttpRequest, count: int) -> int:
+    try:
+        rank = int(request.GET.get("rank", 1))
+    except ValueError:
+        return 1
+    return rank if 1 <= rank <= count else 1
+
+
+@require_GET
+def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
+    plan = _plan_or_404(plan_id)
+    results = plan.results or {}
+    ranked = results.get("ranked") or []
+    table = [
+        {"rank": rank, "row": row, "label": charts.configuration_label(row), "memory": charts.memory_breakdown(row.get("memory") or {})}
+        for rank, row in enumerate(ranked, start=1)
+    ]
+    runs = [validation_context(run) for run in _validation_runs(plan)]
+    return render(request, "frontend/plan_detail.html", {
+        "plan": plan,
+        "results": results,
+        "workload": (plan.inputs or {}).get("workload", {}),
+        "hardware": (plan.inputs or {}).get("hardware", {}),
+        "table": table,
+        "selected_rank": _selected_rank(request, len(ranked)),
+        "chart_data": charts.plan_chart_data(results, plan.catalog_snapshot or {}),
+        "explanation": explain.winner_explanation(results),
+        "infeasible_examples": explain.infeasible_examples(results),
+        "validations": runs,
+    })  # fmt: skip
+
+
+@require_POST
+def validation_start(request: HttpRequest, plan_id) -> HttpResponse:
+    plan = _plan_or_404(plan_id)
+    detail = reverse("frontend:plan-detail", kwargs={"plan_id": plan.id})
+    try:
+        rank = int(request.POST.get("rank", ""))
+    except ValueError:
+        messages.error(request, "Choose a configuration to validate (rank missing).")
+        return redirect(detail)
+    try:
+        run = jobs_services.validation_run_create(plan=plan, rank=rank, trial="decode", queue="cpu", params=None, user=request.user)
+    except ValidationError as exc:
+        details = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
+        text = "; ".join(f"{field}: {' '.join(msgs)}" if field else " ".join(msgs) for field, msgs in details.items())
+        messages.error(request, f"Could not start a validation of configuration #{rank}: {text}")
+        return redirect(f"{detail}?rank={rank}")
+    messages.success(request, f"Validation of configuration #{rank} queued on the {run.queue} workers.")
+    return redirect(f"{detail}?rank={rank}#validation-{run.id}")
+
+
+@require_GET
+def validation_fragment(request: HttpRequest, plan_id, run_id) -> HttpResponse:
+    plan = _plan_or_404(plan_id)
+    run = next((r for r in _validation_runs(plan) if r.id == run_id), None)
+    if run is None:
+        raise Http404("No validation run with that id for this plan.")
+    return render(request, "frontend/_validation.html", {"v": validation_context(run), "plan": plan})
+
+
+@require_GET
+def plan_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(plans.plan_list(), PLANS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "frontend/plan_list.html", {"page": page})
+
+
+def _flat_inputs(value: Any, prefix: str = "") -> dict[str, str]:
+    """Nested plan inputs -> {"workload.prompt_tokens": "1000", ...} for a side-by-side table."""
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flat_inputs(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        out = {}
+        for i, item in enumerate(value):
+            out.update(_flat_inputs(item, f"{prefix}[{i}]"))
+        return out
+    if isinstance(value, list):
+        return {prefix: ", ".join(str(v) for v in value)}
+    return {prefix: "–" if value is None else str(value)}
+
+
+@require_GET
+def plan_compare(request: HttpRequest) -> HttpResponse:
+    ids = {key: request.GET.get(key, "").strip() for key in ("a", "b")}
+    problems, found = [], {}
+    for key, value in ids.items():
+        if not value:
+            problems.append(f"Plan {key.upper()} is missing: choose two plans on the plans page.")
+            continue
+        try:
+            found[key] = plans.plan_get(plan_id=uuid.UUID(value))
+        except (ValueError, Plan.DoesNotExist):
+            problems.append(f"No plan with id {value!r} (plan {key.upper()}).")
+    if problems:
+        return render(request, "frontend/plan_compare.html", {"problems": problems}, status=404 if any(ids.values()) else 400)
+    a, b = found["a"], found["b"]
+    flat_a, flat_b = _flat_inputs(a.inputs or {}), _flat_inputs(b.inputs or {})
+    keys = list(dict.fromkeys([*flat_a, *flat_b]))
+    inputs = [{"key": k, "a": flat_a.get(k, "–"), "b": flat_b.get(k, "–"), "differs": flat_a.get(k) != flat_b.get(k)} for k in keys]
+
+    def top(plan: Plan) -> list[dict[str, Any]]:
+        return [{"rank": i, "row": row, "label": charts.configuration_label(row)} for i, row in enumerate((plan.results or {}).get("ranked", [])[:3], 1)]
+
+    return render(request, "frontend/plan_compare.html", {"a": a, "b": b, "inputs": inputs, "top_a": top(a), "top_b": top(b)})
+
+
+# --- catalog --------------------------------------------------------------------------------------
+@require_GET
+def catalog_index(request: HttpRequest) -> HttpResponse:
+    chips = catalog.chip_list().annotate(offering_count=Count("offerings"))
+    models = catalog.model_list()
+    return render(request, "frontend/catalog.html", {"chips": chips, "models": models})
+
+
+def _chip_specs(chip: Chip) -> list[tuple[str, str]]:
+    peaks = [(f"Peak {dtype.upper()}", si(value, "FLOP/s")) for dtype, value in chip.peak_flops_per_s().items()]
+    ridge = chip.ridge_point_flops_per_byte("bf16")
+    return [
+        ("Vendor", chip.vendor), ("Kind", chip.get_kind_display()), ("Memory", f"{gb(chip.memory_capacity_bytes)} {chip.memory_type}".strip()),
+        ("Memory bandwidth", si(chip.memory_bandwidth_bytes_per_s, "B/s")), *peaks,
+        ("Ridge point (BF16)", f"{num(ridge)} FLOP/byte" if ridge else "–"),
+        ("On-chip SRAM", gb(chip.on_chip_sram_bytes)), ("Link bandwidth (per chip, one way)", si(chip.link_bandwidth_bytes_per_s, "B/s")),
+        ("Chips per node", num(chip.chips_per_node)), ("Cores", num(chip.cores)), ("TDP", f"{num(chip.tdp_watts)} W" if chip.tdp_watts else "–"),
+        ("Values as of", str(chip.as_of)),
+    ]  # fmt: skip
+
+
+def _chip_roofs_all_dtypes(chip: Chip) -> list[dict[str, Any]]:
+    values = model_to_dict(chip)
+    return [roof for roof in (charts.chip_roof(values, dtype) for dtype in chip.peak_flops_per_s()) if roof]
+
+
+@require_GET
+def chip_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    try:
+        chip = catalog.chip_get(slug=slug)
+    except Chip.DoesNotExist:
+        raise Http404(f"No chip with slug {slug!r}.") from None
+    return render(request, "frontend/chip_detail.html", {
+        "chip": chip, "specs": _chip_specs(chip), "offerings": catalog.offerings_for_chips(chip_slugs=[chip.slug]),
+        "roofs": _chip_roofs_all_dtypes(chip),
+    })  # fmt: skip
+
+
+@require_GET
+def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    try:
+        model = catalog.model_get(slug=slug)
+    except ModelArch.DoesNotExist:
+        raise Http404(f"No model with slug {slug!r}.") from None
+    fields = [
+        ("Family", model.family), ("Generation", model.get_generation_kind_display()), ("Total parameters", si(model.total_params)),
+        ("Active parameters", si(model.active_params or model.total_params)), ("Layers", num(model.num_layers)),
+        ("Hidden size", num(model.hidden_size)), ("Attention", f"{model.get_attention_kind_display()} ({model.num_attention_heads} heads, {model.num_kv_heads} KV heads, head dim {model.head_dim})"),
+        ("FFN", f"{model.get_ffn_kind_display()}, intermediate {num(model.intermediate_size)}"), ("Vocabulary", num(model.vocab_size)),
+        ("Max context", f"{num(model.max_context_tokens)} tokens"),
+        ("KV cache per token (BF16)", f"{num(model.kv_cache_bytes_per_token('bf16'))} bytes"),
+        ("Weights at BF16", gb(model.weight_bytes("bf16"))),
+        ("Values as of", str(model.as_of)),
+    ]  # fmt: skip
+    if model.is_moe:
+        fields.insert(5, ("Experts", f"{model.num_experts} ({model.experts_per_token} per token, {model.num_shared_experts or 0} shared)"))
+    if model.default_block_size:
+        fields.append(("Default block size", num(model.default_block_size)))
+    return render(request, "frontend/model_detail.html", {"model": model, "fields": fields})
+
+
+@require_GET
+def chip_compare(request: HttpRequest) -> HttpResponse:
+    # ?chips=a,b,c (shareable) or ?chip=a&chip=b (the picker form without JavaScript).
+    given = request.GET.get("chips", "").split(",") + request.GET.getlist("chip")
+    slugs = list(dict.fromkeys(s.strip() for s in given if s.strip()))
+    context: dict[str, Any] = {"all_chips": catalog.chip_list(), "requested": slugs, "problems": []}
+    if not slugs:
+        return render(request, "frontend/chip_compare.html", context)
+    status = 200
+    if len(slugs) > MAX_COMPARED_CHIPS:
+        context["problems"].append(f"Compare at most {MAX_COMPARED_CHIPS} chips at a time (got {len(slugs)}).")
+        status = 400
+    found = {c.slug: c for c in catalog.chip_list().filter(slug__in=slugs)}
+    unknown = [s for s in slugs if s not in found]
+    if unknown:
+        context["problems"].append("Unknown chip slug" + ("s" if len(unknown) > 1 else "") + ": " + ", ".join(unknown) + ". Pick chips from the list below.")
+        status = 404
+    if len(slugs) < 2 and status == 200:
+        context["problems"].append("Pick at least two chips to compare.")
+    if status != 200 or len(slugs) < 2:
+        return render(request, "frontend/chip_compare.html", context, status=status)
+    chips = [found[s] for s in slugs]
+    specs = [_chip_specs(c) for c in chips]
+    labels = list(dict.fromkeys(label for spec in specs for label, _ in spec))
+    rows = [{"label": label, "values": [dict(spec).get(label, "–") for spec in specs]} for label in labels]
+    chip_offerings = [{"chip": c, "offerings": list(catalog.offerings_for_chips(chip_slugs=[c.slug]))} for c in chips]
+    context.update(chips=chips, rows=rows, chip_offerings=chip_offerings, roofs=charts.chips_roofs([model_to_dict(c) for c in chips], "bf16"))
+    return render(request, "frontend/chip_compare.html", context)

@@ -1,0 +1,183 @@
+"""The plan form: flat HTML field names <-> PlanInputSerializer's nested input and errors.
+
+Validation is the serializer's (the same one the REST API uses); this module only moves
+values and messages between the form's flat names and the serializer's nested shape.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from django.conf import settings
+
+# Workload presets: starting points a person edits. Latency targets follow common practice for
+# interactive serving (first token within ~0.5 s, >= 20 tokens/s per reader); offline batch
+# work has no latency target and is sized by its arrival rate.
+PRESETS: dict[str, dict[str, Any]] = {
+    "chat": {
+        "label": "Chat assistant",
+        "prompt_tokens": 1000, "output_tokens": 300, "load_kind": "concurrency", "concurrency": 64,
+        "request_rate_per_s": "", "ttft_slo_s": 0.5, "tpot_slo_s": 0.05,
+    },
+    "rag": {
+        "label": "Long-prompt RAG",
+        "prompt_tokens": 16000, "output_tokens": 400, "load_kind": "concurrency", "concurrency": 16,
+        "request_rate_per_s": "", "ttft_slo_s": 2.0, "tpot_slo_s": 0.05,
+    },
+    "code": {
+        "label": "Code completion",
+        "prompt_tokens": 2000, "output_tokens": 64, "load_kind": "concurrency", "concurrency": 32,
+        "request_rate_per_s": "", "ttft_slo_s": 0.2, "tpot_slo_s": 0.02,
+    },
+    "batch": {
+        "label": "Offline batch summarisation",
+        "prompt_tokens": 4000, "output_tokens": 500, "load_kind": "request_rate", "concurrency": "",
+        "request_rate_per_s": 5, "ttft_slo_s": "", "tpot_slo_s": "",
+    },
+}  # fmt: skip
+DEFAULT_PRESET = "chat"
+DEFAULT_MODEL = "llama-3.1-70b"
+
+WORKLOAD_FIELDS = ("prompt_tokens", "output_tokens", "ttft_slo_s", "tpot_slo_s")
+HARDWARE_LISTS = ("kinds", "vendors", "pricing_models", "weight_dtypes")
+DECODING_FIELDS = {
+    "speculative": ("draft_model", "draft_tokens", "acceptance_rate"),
+    "diffusion": ("steps", "window_tokens"),
+    "block_diffusion": ("block_size", "steps_per_block"),
+}
+# Serializer field name -> form field name, where they differ.
+ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget"}
+# Errors on a whole group are shown at the top of its fieldset.
+GROUPS = ("workload", "hardware", "decodings")
+FORM_FIELDS = {
+    "model", "config_file", "import_name", "prompt_tokens", "output_tokens", "concurrency", "request_rate_per_s",
+    "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned",
+    "adaptive_window", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
+}  # fmt: skip
+
+
+def initial_values(*, model_slug: str | None = None) -> dict[str, Any]:
+    preset = PRESETS[DEFAULT_PRESET]
+    values: dict[str, Any] = {k: v for k, v in preset.items() if k != "label"}
+    values.update(
+        preset=DEFAULT_PRESET, model=model_slug or DEFAULT_MODEL, max_chips=64, ownership="any", decoding_method="ar",
+        draft_tokens=4, acceptance_rate=0.7, kinds=[], vendors=[], pricing_models=[], weight_dtypes=[],
+    )  # fmt: skip
+    return values
+
+
+def submitted_values(post) -> dict[str, Any]:
+    """The form's values as submitted, for redisplay (lists for the checkbox groups)."""
+    values: dict[str, Any] = {name: post.get(name, "") for name in FORM_FIELDS if name not in HARDWARE_LISTS}
+    values.update({name: post.getlist(name) for name in HARDWARE_LISTS})
+    values["preset"] = post.get("preset", "")
+    values["load_kind"] = post.get("load_kind", "concurrency")
+    return values
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, "")
+
+
+def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
+    """PlanInputSerializer input from the form's POST data. Strings are passed through
+    unchanged so the serializer reports "A valid integer is required." etc. itself."""
+    workload = {name: post.get(name) for name in WORKLOAD_FIELDS if _given(post.get(name))}
+    load = "request_rate_per_s" if post.get("load_kind") == "request_rate" else "concurrency"
+    if _given(post.get(load)):
+        workload[load] = post.get(load)
+    hardware: dict[str, Any] = {name: post.getlist(name) for name in HARDWARE_LISTS if post.getlist(name)}
+    for name in ("max_chips", "ownership"):
+        if _given(post.get(name)):
+            hardware[name] = post.get(name)
+    method = post.get("decoding_method") or "ar"
+    decoding: dict[str, Any] = {"method": method}
+    for name in DECODING_FIELDS.get(method, ()):
+        if _given(post.get(name)):
+            decoding[name] = post.get(name)
+    if method == "diffusion":
+        decoding["adaptive_window"] = post.get("adaptive_window") == "on"
+    payload: dict[str, Any] = {
+        "model": model_slug or post.get("model", ""),
+        "workload": workload,
+        "hardware": hardware,
+        "disaggregated": post.get("disaggregated") == "on",
+        "pinned": post.get("pinned") == "on",
+    }
+    if post.get("decoding_method"):
+        payload["decodings"] = [decoding]
+    if _given(post.get("budget")):
+        payload["budget_usd_per_million_output_tokens"] = post.get("budget")
+    return payload
+
+
+def _flatten(errors: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
+    if isinstance(errors, Mapping):
+        return [item for key, value in errors.items() for item in _flatten(value, path + (key,))]
+    if isinstance(errors, (list, tuple)):
+        if all(isinstance(e, str) for e in errors):
+            return [(path, str(e)) for e in errors]
+        return [item for i, value in enumerate(errors) for item in _flatten(value, path + (i,))]
+    return [(path, str(errors))] if errors else []
+
+
+def field_for(path: tuple) -> str:
+    """The form field that shows an error at a serializer path: ("workload", "prompt_tokens")
+    -> "prompt_tokens"; ("decodings", 0, "method") -> "decoding_method"; ("hardware", "kinds", 0)
+    -> "kinds"; a group-level error -> the group; anything else -> "form"."""
+    names = [str(p) for p in path if not isinstance(p, int) and p != "non_field_errors"]
+    if not names:
+        return "form"
+    name = ALIASES.get(names[-1], names[-1])
+    if name in FORM_FIELDS:
+        return name
+    for group in reversed(names):
+        if group in GROUPS:
+            return group
+    return "form"
+
+
+def form_errors(serializer_errors: Any) -> dict[str, list[str]]:
+    """Serializer errors (nested dicts and lists) -> {form field: [messages]}."""
+    out: dict[str, list[str]] = {}
+    for path, message in _flatten(serializer_errors):
+        out.setdefault(field_for(path), []).append(message)
+    return out
+
+
+def catalog_slug(text: str) -> str:
+    """'Meta-Llama-3.1-8B' -> 'meta-llama-3.1-8b' (the catalog's slug alphabet keeps dots)."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")[:70].strip("-.")
+
+
+@dataclass
+class UploadedConfig:
+    config: dict[str, Any] | None
+    slug: str
+    explicit_slug: bool
+    error: str | None = None
+
+
+def read_config_upload(upload, *, name: str = "") -> UploadedConfig:
+    """Parse an uploaded config.json; the slug comes from the given name, else from the
+    config's _name_or_path, else from the file name."""
+    limit = settings.MAX_CONFIG_UPLOAD_BYTES
+    explicit = bool(name.strip())
+    config: dict[str, Any] | None = None
+    error = None
+    if upload.size > limit:
+        error = f"File is {upload.size} bytes; a config.json may be at most {limit} bytes."
+    else:
+        try:
+            config = json.loads(upload.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            error = f"Not a JSON file: {exc}"
+        if config is not None and not isinstance(config, dict):
+            config, error = None, "A config.json must be a JSON object."
+    stem = upload.name.rsplit("/", 1)[-1].removesuffix(".json")
+    candidates = [name] if explicit else [str((config or {}).get("_name_or_path") or "").rsplit("/", 1)[-1], stem,
+                                          str((config or {}).get("model_type") or ""), "uploaded-model"]  # fmt: skip
+    slug = next((s for s in (catalog_slug(c) for c in candidates) if s and s != "config"), "uploaded-model")
+    return UploadedConfig(config=config, slug=slug, explicit_slug=explicit, error=error)

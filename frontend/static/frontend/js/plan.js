@@ -1,0 +1,188 @@
+/* Results page: charts, row selection, validation progress. Reads the data the server
+   rendered into #plan-chart-data; draws and formats it, computes nothing of its own. */
+(function () {
+  "use strict";
+  var hw = window.hw;
+  var data = hw.readJson("plan-chart-data") || { rows: [], roofs: {}, pareto_tpot: [], pareto_ttft: [] };
+  var charts = (window.hwCharts = {});
+  var latency = "tpot_s";
+  var selected = hw.readJson("selected-rank") || 1;
+
+  function rowByRank(rank) { return data.rows[rank - 1]; }
+  function roofKey(row) { return row ? row.chip_slug + "/" + row.compute_dtype : null; }
+  function roofList() { return Object.keys(data.roofs).map(function (k) { return data.roofs[k]; }); }
+
+  function scatterData() {
+    var pts = data.rows.filter(function (r) { return r[latency] && r.usd_per_million_output_tokens !== null; })
+      .map(function (r) { return { x: r[latency], y: r.usd_per_million_output_tokens, rank: r.rank }; });
+    var sel = rowByRank(selected);
+    return [
+      { label: "Selected", data: sel ? [{ x: sel[latency], y: sel.usd_per_million_output_tokens, rank: sel.rank }] : [],
+        pointRadius: 8, pointStyle: "star", borderColor: "#b91c1c", backgroundColor: "#b91c1c", borderWidth: 2, order: 0 },
+      { label: "Pareto front", data: latency === "tpot_s" ? data.pareto_tpot : data.pareto_ttft, showLine: true,
+        borderColor: "#c2410c", backgroundColor: "#c2410c", pointRadius: 3, stepped: false, order: 1 },
+      { label: "Feasible configurations", data: pts, borderColor: "rgba(11,92,173,0.7)", backgroundColor: "rgba(11,92,173,0.35)", pointRadius: 4, order: 2 },
+    ];
+  }
+
+  function drawScatter() {
+    var canvas = document.getElementById("scatter-chart");
+    if (!canvas) return;
+    charts.scatter = new Chart(canvas, {
+      type: "scatter",
+      data: { datasets: scatterData() },
+      options: {
+        responsive: true, maintainAspectRatio: false, animation: false,
+        scales: {
+          x: { type: "logarithmic", title: { display: true, text: "TPOT" }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
+          y: { type: "logarithmic", title: { display: true, text: "$ per 1M output tokens" }, ticks: { callback: function (v) { return hw.fmtUsd(v); }, maxTicksLimit: 8 } },
+        },
+        plugins: { tooltip: { callbacks: { label: function (c) {
+          var p = c.raw; return (p.rank ? "#" + p.rank + " " : "") + hw.fmtUsd(p.y) + "/1M at " + hw.fmtTime(p.x);
+        } } } },
+        onClick: function (evt, elements) {
+          var hit = elements.find(function (e) { return charts.scatter.data.datasets[e.datasetIndex].data[e.index].rank; });
+          if (hit) select(charts.scatter.data.datasets[hit.datasetIndex].data[hit.index].rank, true);
+        },
+      },
+    });
+  }
+
+  function operatingPoints(row) {
+    var pts = [];
+    if (row && row.prefill) pts.push({ label: "Prefill (#" + row.rank + ", " + row.prefill_bound + "-bound)", data: [row.prefill],
+      pointRadius: 8, pointStyle: "circle", borderColor: "#111", backgroundColor: "#facc15", borderWidth: 2, order: 0 });
+    if (row && row.decode) pts.push({ label: "Decode (#" + row.rank + ", " + row.decode_bound + "-bound)", data: [row.decode],
+      pointRadius: 8, pointStyle: "circle", borderColor: "#111", backgroundColor: "#22c55e", borderWidth: 2, order: 0 });
+    return pts;
+  }
+
+  function drawRoofline() {
+    var canvas = document.getElementById("roofline-chart");
+    var row = rowByRank(selected);
+    charts.roofline = hw.drawRoofline(canvas, roofList(), operatingPoints(row), roofKey(row));
+  }
+
+  function memoryDatasets(row) {
+    var m = (row && row.memory) || {};
+    function ds(label, key, color) { return { label: label, data: [m[key] || 0], backgroundColor: color, borderWidth: 0 }; }
+    return [ds("Weights", "weights_bytes", "#0b5cad"), ds("KV cache", "kv_bytes", "#c2410c"),
+            ds("Activations", "activation_bytes", "#7c3aed"), ds("Free", "free_bytes", "#d1d5db")];
+  }
+
+  function drawMemory() {
+    var canvas = document.getElementById("memory-chart");
+    if (!canvas) return;
+    charts.memory = new Chart(canvas, {
+      type: "bar",
+      data: { labels: ["per chip"], datasets: memoryDatasets(rowByRank(selected)) },
+      options: {
+        indexAxis: "y", responsive: true, maintainAspectRatio: false, animation: false,
+        scales: { x: { stacked: true, ticks: { callback: function (v) { return hw.fmtGB(v); } } }, y: { stacked: true } },
+        plugins: { tooltip: { callbacks: { label: function (c) { return c.dataset.label + ": " + hw.fmtGB(c.raw); } } } },
+      },
+    });
+  }
+
+  function updateDetails() {
+    var row = rowByRank(selected);
+    var label = document.getElementById("selected-label");
+    if (!row) return;
+    label.textContent = "#" + row.rank + " " + row.label;
+    var m = row.memory || {};
+    document.querySelectorAll("#memory-table [data-mem]").forEach(function (td) {
+      var key = td.dataset.mem;
+      if (key === "headroom_fraction") td.textContent = hw.fmtPct(m.headroom_fraction);
+      else if (key === "bounds") td.textContent = (row.prefill_bound || "–") + " / " + (row.decode_bound || "–");
+      else td.textContent = hw.fmtGB(m[key]);
+    });
+  }
+
+  function select(rank, fromChart) {
+    if (!rowByRank(rank)) return;
+    selected = rank;
+    document.querySelectorAll("#ranked-table tbody tr").forEach(function (tr) {
+      var on = Number(tr.dataset.rank) === rank;
+      tr.classList.toggle("selected", on);
+      tr.setAttribute("aria-selected", String(on));
+      if (on && fromChart) tr.scrollIntoView({ block: "nearest" });
+    });
+    updateDetails();
+    if (charts.memory) { charts.memory.data.datasets = memoryDatasets(rowByRank(rank)); charts.memory.update(); }
+    if (charts.roofline) {
+      var row = rowByRank(rank);
+      charts.roofline.data.datasets = hw.rooflineDatasets(roofList(), roofKey(row)).concat(operatingPoints(row));
+      charts.roofline.update();
+    }
+    if (charts.scatter) { charts.scatter.data.datasets = scatterData(); charts.scatter.update(); }
+    if (history.replaceState) history.replaceState(null, "", "?rank=" + rank + location.hash);
+  }
+
+  function initTable() {
+    var tbody = document.querySelector("#ranked-table tbody");
+    if (!tbody) return;
+    tbody.addEventListener("click", function (e) {
+      if (e.target.closest("form")) return;
+      var tr = e.target.closest("tr[data-rank]");
+      if (tr) select(Number(tr.dataset.rank));
+    });
+    tbody.addEventListener("keydown", function (e) {
+      if ((e.key === "Enter" || e.key === " ") && e.target.matches("tr[data-rank]")) {
+        e.preventDefault(); select(Number(e.target.dataset.rank));
+      }
+    });
+  }
+
+  function initLatencyToggle() {
+    document.querySelectorAll("[data-latency]").forEach(function (b) {
+      b.addEventListener("click", function () {
+        latency = b.dataset.latency;
+        document.querySelectorAll("[data-latency]").forEach(function (o) { o.setAttribute("aria-pressed", String(o === b)); });
+        if (!charts.scatter) return;
+        charts.scatter.options.scales.x.title.text = latency === "tpot_s" ? "TPOT" : "TTFT";
+        charts.scatter.data.datasets = scatterData();
+        charts.scatter.update();
+      });
+    });
+  }
+
+  // ---- validation progress: poll the public API every second while queued/running ----
+  function poll(article) {
+    var failures = 0;
+    function tick() {
+      fetch(article.dataset.api, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+        .then(function (run) {
+          failures = 0;
+          var bar = article.querySelector("progress");
+          if (bar) { bar.value = run.progress_percent || 0; bar.textContent = Math.round(run.progress_percent || 0) + "%"; }
+          var msg = article.querySelector("[data-field=progress_message]");
+          if (msg && run.progress_message) msg.textContent = run.progress_message;
+          var st = article.querySelector("[data-field=status]");
+          if (st) { st.textContent = run.status; st.className = "status " + run.status; }
+          article.dataset.status = run.status;
+          if (run.status === "queued" || run.status === "running") { setTimeout(tick, 1000); return; }
+          // Finished: swap in the server-rendered result (predicted vs measured, or the failure).
+          return fetch(article.dataset.fragment, { credentials: "same-origin" }).then(function (r) { return r.text(); })
+            .then(function (html) { article.outerHTML = html; });
+        })
+        .catch(function () {
+          failures += 1;
+          if (failures < 10) { setTimeout(tick, 1000); return; }
+          var msg = article.querySelector("[data-field=progress_message]");
+          if (msg) msg.textContent = "Progress is unavailable right now; reload the page to check again.";
+        });
+    }
+    tick();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (typeof Chart !== "undefined" && data.rows.length) {
+      drawScatter(); drawRoofline(); drawMemory();
+    }
+    updateDetails();
+    initTable();
+    initLatencyToggle();
+    document.querySelectorAll(".validation[data-status=queued], .validation[data-status=running]").forEach(poll);
+  });
+})();

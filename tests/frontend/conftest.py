@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+
+from planner import services
+from planner.serializers import PlanInputSerializer
+
+CHAT = {
+    "model": "llama-3.1-70b",
+    "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 64, "ttft_slo_s": 0.5, "tpot_slo_s": 0.05},
+}
+CHAT_FORM = {
+    "model": "llama-3.1-70b", "prompt_tokens": "1000", "output_tokens": "300", "load_kind": "concurrency", "concurrency": "64",
+    "ttft_slo_s": "0.5", "tpot_slo_s": "0.05", "max_chips": "64", "ownership": "any", "decoding_method": "ar",
+}  # fmt: skip
+
+
+def make_plan(data: dict):
+    serializer = PlanInputSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    return services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data)
+
+
+@pytest.fixture
+def chat_plan(catalog):
+    """Alice's chat plan for Llama 3.1 70B: many feasible configurations."""
+    return make_plan(CHAT)
+
+
+@pytest.fixture
+def impossible_plan(catalog):
+    """A plan nothing can meet: a 1 ms first token for a 70B model on CPUs only."""
+    return make_plan({**CHAT, "workload": {**CHAT["workload"], "ttft_slo_s": 0.001}, "hardware": {"kinds": ["cpu"]}})
+
+

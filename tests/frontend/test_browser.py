@@ -1,0 +1,207 @@
+"""The pages in a real browser: Debian's Chromium, headless, driven by Playwright against
+pytest-django's live_server. Screenshots go to artifacts/screenshots/ (git-ignored)."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from hwcatalog.services import catalog_load
+from tests.frontend.conftest import CHAT, make_plan
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# A canvas's pixels as a data URL, and a blank canvas of the same size: different = something was drawn.
+CANVAS_DRAWN = """id => {
+  const c = document.getElementById(id);
+  const blank = document.createElement('canvas'); blank.width = c.width; blank.height = c.height;
+  return c.width > 0 && c.toDataURL() !== blank.toDataURL();
+}"""
+CHART_READY = "id => typeof Chart !== 'undefined' && !!Chart.getChart(document.getElementById(id))"
+CHART_POINTS = "id => { const ch = Chart.getChart(document.getElementById(id)); return ch ? ch.data.datasets.map(d => d.data.length) : null; }"
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup):
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing; CI must run the browser tests (apt-get install chromium).")
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); browser tests skipped on this machine.")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the tests' own ORM
+    # calls (and pytest-django's flushes) are still plain synchronous code, so Django's
+    # async-safety check is lifted while the browser is open.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def page(browser, live_server):
+    catalog_load()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.base = live_server.url
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_plan_form_to_results_with_charts_and_row_selection(page):
+    page.goto(page.base + "/")
+    assert page.evaluate("typeof Chart") == "undefined"  # the form page does not load the chart library
+    page.fill("#model-filter", "llama 3.1 70")
+    assert page.locator("#id_model option:not([hidden])").count() >= 1
+    page.select_option("#id_model", "llama-3.1-70b")
+    page.click("button[data-preset=code]")  # presets fill the fields
+    assert page.input_value("#id_output_tokens") == "64"
+    page.click("button[data-preset=chat]")
+    assert page.input_value("#id_prompt_tokens") == "1000" and page.input_value("#id_concurrency") == "64"
+    assert page.get_attribute("button[data-preset=chat]", "aria-pressed") == "true"
+    shot(page, "plan-form")
+    page.click("#plan-submit")
+    page.wait_for_url(re.compile(r"/plans/[0-9a-f-]{36}/$"))
+
+    assert page.evaluate("typeof Chart") == "function"  # the vendored library loaded from /static/
+    assert page.locator("#ranked-table tbody tr").count() > 10
+    page.wait_for_function("() => window.hwCharts && window.hwCharts.roofline && window.hwCharts.memory")
+    scatter = page.evaluate(CHART_POINTS, "scatter-chart")
+    assert scatter[2] > 10 and scatter[1] >= 1  # feasible points and the Pareto front
+    roofline = page.evaluate(CHART_POINTS, "roofline-chart")
+    assert len(roofline) >= 4 and roofline[-1] == 1  # roofs + ridges + the operating points
+    assert page.evaluate("Chart.getChart(document.getElementById('roofline-chart')).options.scales.x.type") == "logarithmic"
+    for canvas in ("scatter-chart", "roofline-chart", "memory-chart"):
+        assert page.evaluate(CANVAS_DRAWN, canvas), f"{canvas} is blank"
+    assert "#1 " in page.text_content("#selected-label")
+    assert "cheapest feasible configuration" in page.text_content("#explanation")
+    shot(page, "plan-results")
+
+    before = page.evaluate("hwCharts.roofline.data.datasets.map(d => d.label).join('|')")
+    page.click("#ranked-table tbody tr[data-rank='3'] td:nth-child(2)")
+    assert "#3 " in page.text_content("#selected-label")
+    assert page.get_attribute("#ranked-table tbody tr[data-rank='3']", "aria-selected") == "true"
+    after = page.evaluate("hwCharts.roofline.data.datasets.map(d => d.label).join('|')")
+    assert after != before and "Decode (#3" in after
+    assert page.text_content("#memory-table [data-mem=weights_bytes]").endswith("GB")
+    page.focus("#ranked-table tbody tr[data-rank='2']")
+    page.keyboard.press("Enter")
+    assert "#2 " in page.text_content("#selected-label")
+
+    page.click("#ranked-table thead th:nth-child(5) button")  # sort by TTFT
+    ttfts = page.eval_on_selector_all("#ranked-table tbody tr td:nth-child(5)", "tds => tds.map(td => parseFloat(td.dataset.value))")
+    assert ttfts == sorted(ttfts)
+
+    # Phone width: the page does not scroll sideways, the table does.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.wait_for_function("() => window.hwCharts && window.hwCharts.memory")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 391
+    assert page.evaluate("(() => { const w = document.querySelector('.table-wrap'); return w.scrollWidth > w.clientWidth; })()")
+    shot(page, "plan-results-phone")
+
+
+def test_invalid_input_shows_field_errors_in_the_page(page):
+    page.goto(page.base + "/")
+    page.fill("#id_prompt_tokens", "200000")
+    page.fill("#id_output_tokens", "0")
+    page.select_option("#id_decoding_method", "speculative")
+    page.check("input[name=kinds][value=gpu]")
+    page.click("#plan-submit")
+    page.wait_for_selector("#form-errors")
+    assert "greater than or equal to 1" in page.text_content("#err-output_tokens")
+    assert page.is_visible("#err-output_tokens")
+    assert page.get_attribute("#id_output_tokens", "aria-invalid") == "true"
+    assert page.evaluate("document.activeElement.id") == "id_output_tokens"  # focus goes to the first error
+    assert page.input_value("#id_prompt_tokens") == "200000" and page.input_value("#id_decoding_method") == "speculative"
+    assert page.is_visible("#id_draft_model")  # the chosen method's settings stay open
+    # Fix the field: the server's next objections are the missing draft model, then the context length.
+    page.fill("#id_output_tokens", "300")
+    page.click("#plan-submit")
+    page.wait_for_selector("#err-draft_model")
+    assert "needs a draft model" in page.text_content("#err-draft_model")
+    page.select_option("#id_draft_model", "llama-3.2-1b")
+    page.click("#plan-submit")
+    page.wait_for_selector("#err-prompt_tokens")
+    assert "exceeds llama-3.1-70b's context" in page.text_content("#err-prompt_tokens")
+    assert page.is_checked("input[name=kinds][value=gpu]")  # choices survive the round trip
+    shot(page, "plan-form-errors")
+
+
+def test_catalog_compare_and_history_pages(page):
+    a = make_plan(CHAT)
+    b = make_plan({**CHAT, "workload": {**CHAT["workload"], "concurrency": 8}})
+    page.goto(page.base + "/catalog/")
+    assert page.locator("#chips-table tbody tr").count() > 10
+    shot(page, "catalog")
+    page.click("a[href='/catalog/chips/nvidia-h100-sxm/']")
+    page.wait_for_url("**/catalog/chips/nvidia-h100-sxm/")
+    page.wait_for_function(CHART_READY, arg="roofline-chart")
+    assert page.evaluate(CANVAS_DRAWN, "roofline-chart")
+    shot(page, "chip-detail")
+    page.goto(page.base + "/catalog/models/llama-3.1-70b/")
+    shot(page, "model-detail")
+    page.goto(page.base + "/catalog/compare/?chips=nvidia-h100-sxm,amd-epyc-9654,google-tpu-v5e")
+    page.wait_for_function(CHART_READY, arg="roofline-chart")
+    assert len(page.evaluate(CHART_POINTS, "roofline-chart")) == 6  # three roofs, three ridges
+    assert page.evaluate(CANVAS_DRAWN, "roofline-chart")
+    shot(page, "chip-compare")
+    page.goto(page.base + "/catalog/compare/?chips=nvidia-h100-sxm,nope")
+    assert "Unknown chip slug: nope" in page.text_content("#compare-problems")
+
+    page.goto(page.base + "/plans/")
+    assert page.locator("#plans-table tbody tr").count() == 2
+    page.check(f"input[name=a][value='{a.id}']")
+    page.check(f"input[name=b][value='{b.id}']")
+    shot(page, "plans")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_selector("#compare-inputs")
+    assert "workload.concurrency" in page.text_content("#compare-inputs tr.diff")
+    shot(page, "plan-compare")
+
+
+@pytest.mark.integration
+def test_validate_a_configuration_and_watch_it_finish(page):
+    from tests.worker import running_worker
+
+    plan = make_plan({"model": "llama-3.2-1b", "workload": {"prompt_tokens": 200, "output_tokens": 100, "concurrency": 4},
+                      "hardware": {"kinds": ["gpu"], "max_chips": 8}})  # fmt: skip
+    with running_worker():
+        page.goto(f"{page.base}/plans/{plan.id}/")
+        page.click("#ranked-table tbody tr[data-rank='1'] button[type=submit]")
+        page.wait_for_selector(".validation progress")
+        shot(page, "validation-running")
+        # The finished run's server-rendered result replaces the progress bar.
+        page.wait_for_selector(".validation table.validation-results, .validation .failure", timeout=240_000)
+    article = page.locator(".validation").first
+    log = (ROOT / "var" / "test-worker.log").read_text()[-3000:] if (ROOT / "var" / "test-worker.log").exists() else ""
+    assert article.get_attribute("data-status") == "succeeded", article.text_content() + log
+    assert page.locator(".validation table.validation-results tbody tr").count() >= 4  # predicted vs measured
+    shot(page, "validation-finished")

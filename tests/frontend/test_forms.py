@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.http import QueryDict
+
+from frontend import forms
+
+
+def post(**values) -> QueryDict:
+    q = QueryDict(mutable=True)
+    for key, value in values.items():
+        q.setlist(key, value if isinstance(value, list) else [value])
+    return q
+
+
+def test_payload_nests_workload_hardware_and_decoding():
+    payload = forms.plan_payload(post(
+        model="m", prompt_tokens="10", output_tokens="5", load_kind="concurrency", concurrency="8", request_rate_per_s="3",
+        kinds=["gpu", "tpu"], max_chips="16", ownership="rent", decoding_method="speculative", draft_model="d",
+        draft_tokens="4", acceptance_rate="0.7", steps="9",
+    ))  # fmt: skip
+    assert payload["workload"] == {"prompt_tokens": "10", "output_tokens": "5", "concurrency": "8"}
+    assert payload["hardware"] == {"kinds": ["gpu", "tpu"], "max_chips": "16", "ownership": "rent"}
+    assert payload["decodings"] == [{"method": "speculative", "draft_model": "d", "draft_tokens": "4", "acceptance_rate": "0.7"}]
+
+
+def test_payload_sends_the_request_rate_when_chosen_and_leaves_empty_fields_out():
+    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="", load_kind="request_rate", concurrency="8", request_rate_per_s="2.5"))
+    assert payload["workload"] == {"prompt_tokens": "10", "request_rate_per_s": "2.5"}
+    assert "decodings" not in payload and "budget_usd_per_million_output_tokens" not in payload
+
+
+def test_nested_errors_map_to_form_fields():
+    errors = forms.form_errors({
+        "workload": {"prompt_tokens": ["A valid integer is required."]},
+        "hardware": {"kinds": {0: ['"zzz" is not a valid choice.']}, "non_field_errors": ["Too broad."]},
+        "decodings": [{}, {"draft_model": ["Needed."]}],
+        "budget_usd_per_million_output_tokens": ["Must be >= 0."],
+        "non_field_errors": ["Something else."],
+    })  # fmt: skip
+    assert errors == {
+        "prompt_tokens": ["A valid integer is required."], "kinds": ['"zzz" is not a valid choice.'], "hardware": ["Too broad."],
+        "draft_model": ["Needed."], "budget": ["Must be >= 0."], "form": ["Something else."],
+    }  # fmt: skip
+
+
+def test_a_decoding_method_error_lands_on_the_method_select():
+    assert forms.form_errors({"decodings": {"method": ["x is a diffusion model."]}}) == {"decoding_method": ["x is a diffusion model."]}
+
+
+def test_upload_slug_comes_from_name_or_path_then_file_name():
+    upload = SimpleUploadedFile("config.json", b'{"_name_or_path": "meta-llama/Llama-3.1-8B", "model_type": "llama"}')
+    assert forms.read_config_upload(upload).slug == "llama-3.1-8b"
+    upload = SimpleUploadedFile("My Model.json", b'{"model_type": "llama"}')
+    assert forms.read_config_upload(upload).slug == "my-model"
+    upload = SimpleUploadedFile("config.json", b'{"model_type": "qwen2"}', "application/json")
+    assert forms.read_config_upload(upload, name="Team Qwen").slug == "team-qwen"
+
+
+def test_upload_that_is_not_json_is_an_error():
+    assert "Not a JSON file" in forms.read_config_upload(SimpleUploadedFile("config.json", b"{nope")).error
+    assert forms.read_config_upload(SimpleUploadedFile("config.json", b"[1, 2]")).error == "A config.json must be a JSON object."

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.test import Client
+
+from tests.frontend.conftest import CHAT, make_plan
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client()
+
+
+def test_plan_page_shows_ranking_charts_explanation_and_exports(client, chat_plan):
+    response = client.get(f"/plans/{chat_plan.id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    top = chat_plan.results["ranked"][0]
+    assert 'id="ranked-table"' in html and html.count('<tr class="selectable') == len(chat_plan.results["ranked"])
+    assert 'id="scatter-chart"' in html and 'id="roofline-chart"' in html and 'id="memory-chart"' in html
+    assert "/static/frontend/vendor/chart-4.6.1.umd.min.js" in html
+    assert f"/api/v1/plans/{chat_plan.id}/export.csv" in html and f'href="/api/v1/plans/{chat_plan.id}/"' in html
+    explanation = response.context["explanation"]
+    assert "cheapest feasible configuration" in explanation[0] and top["chip_slug"] in explanation[0]
+    assert any("-bound at intensity" in line for line in explanation)
+    assert 'id="infeasible-table"' in html and chat_plan.results["infeasible"][0]["reason"] in html
+
+
+def test_plan_page_selects_the_rank_in_the_query(client, chat_plan):
+    response = client.get(f"/plans/{chat_plan.id}/?rank=3")
+    assert response.context["selected_rank"] == 3
+    assert client.get(f"/plans/{chat_plan.id}/?rank=999").context["selected_rank"] == 1
+
+
+def test_unknown_plan_is_404(client, db):
+    assert client.get(f"/plans/{uuid.uuid4()}/").status_code == 404
+    assert client.get("/plans/not-a-uuid/").status_code == 404
+
+
+def test_a_plan_with_no_feasible_configuration_says_so_and_why(client, impossible_plan):
+    assert impossible_plan.feasible_count == 0
+    html = client.get(f"/plans/{impossible_plan.id}/").content.decode()
+    assert 'id="no-feasible"' in html and "No configuration meets these targets" in html
+    assert "misses the TTFT SLO" in html
+
+
+def test_plans_list_empty_state(client, db):
+    response = client.get("/plans/")
+    assert response.status_code == 200
+    assert 'id="no-plans"' in response.content.decode()
+
+
+def test_plans_list_newest_first_with_links(client, catalog):
+    first = make_plan(CHAT)
+    second = make_plan({**CHAT, "model": "llama-3.1-8b"})
+    html = client.get("/plans/").content.decode()
+    assert html.index(f"/plans/{second.id}/") < html.index(f"/plans/{first.id}/")
+
+
+def test_plans_list_is_paginated(client, chat_plan, monkeypatch):
+    monkeypatch.setattr("frontend.views.PLANS_PER_PAGE", 1)
+    make_plan(CHAT)
+    response = client.get("/plans/?page=2")
+    assert response.status_code == 200 and response.context["page"].number == 2
+    assert client.get("/plans/?page=99").context["page"].number == 2  # out of range: the last page
+
+
+def test_plan_compare_shows_inputs_and_top_choices_side_by_side(client, catalog):
+    a = make_plan(CHAT)
+    b = make_plan({**CHAT, "workload": {**CHAT["workload"], "concurrency": 8}})
+    response = client.get(f"/plans/compare/?a={a.id}&b={b.id}")
+    assert response.status_code == 200
+    rows = {row["key"]: row for row in response.context["inputs"]}
+    assert rows["workload.concurrency"]["differs"] and not rows["model"]["differs"]
+    assert len(response.context["top_a"]) == 3
+
+
+def test_plan_compare_with_unknown_or_missing_ids_is_a_clear_error(client, chat_plan):
+    response = client.get(f"/plans/compare/?a={chat_plan.id}&b={uuid.uuid4()}")
+    assert response.status_code == 404 and "No plan with id" in response.content.decode()
+    response = client.get("/plans/compare/")
+    assert response.status_code == 400 and "missing" in response.content.decode()
+    assert client.get(f"/plans/compare/?a={chat_plan.id}&b=junk").status_code == 404
