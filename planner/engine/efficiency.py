@@ -30,14 +30,17 @@ class Efficiency:
     # Software cost of one collective or pipeline send beyond the link latency
     # (kernel launch, synchronisation); added to alpha in the all-reduce formula.
     collective_overhead_s: float = 0.0
+    # Prefill is not graph-captured in serving engines (its shape changes with the
+    # prompt): each layer pays its kernel launches and synchronisation once more.
+    prefill_layer_overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("compute_fraction", "bandwidth_fraction", "link_bandwidth_fraction"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must lie in (0, 1], got {value}")
-        if self.step_overhead_s < 0 or self.collective_overhead_s < 0:
-            raise ValueError("step_overhead_s and collective_overhead_s must be >= 0")
+        if min(self.step_overhead_s, self.collective_overhead_s, self.prefill_layer_overhead_s) < 0:
+            raise ValueError("step_overhead_s, collective_overhead_s and prefill_layer_overhead_s must be >= 0")
 
 
 # Calibration: (chip slug, weight dtype or "*") -> fitted Efficiency. The caller
@@ -59,15 +62,15 @@ Calibration = Mapping[tuple[str, str], Efficiency]
 # - collective overhead 15 us: gpt-fast's TP rows (Llama-2-7B bf16, A100, TP
 #   2/4/8) leave ~20 us per all-reduce once weights are streamed, of which the
 #   5 us alpha of GenZ is the link; the rest is launch and synchronisation.
-_NVIDIA_GPU = Efficiency(0.7, 0.75, 3e-4, 0.8, collective_overhead_s=15e-6)
+_NVIDIA_GPU = Efficiency(0.7, 0.75, 3e-4, 0.8, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
 # AMD GPUs: no public measurement in our reference set; assume a less mature
 # kernel stack than CUDA (lower compute fraction). Calibrate before trusting.
-_AMD_GPU = Efficiency(0.5, 0.7, 4e-4, 0.7, collective_overhead_s=15e-6)
+_AMD_GPU = Efficiency(0.5, 0.7, 4e-4, 0.7, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
 # Other GPUs: the NVIDIA numbers are the best-documented stand-in.
 _GPU = _NVIDIA_GPU
 # TPUs: XLA-compiled static graphs keep launch overhead small; bandwidth as on
 # GPUs. Assumption pending calibration (JetStream publishes no MBU figure).
-_TPU = Efficiency(0.6, 0.75, 2e-4, 0.8, collective_overhead_s=5e-6)
+_TPU = Efficiency(0.6, 0.75, 2e-4, 0.8, collective_overhead_s=5e-6, prefill_layer_overhead_s=30e-6)
 # CPUs (one socket is one chip): llama.cpp and IPEX decode reach roughly half
 # to two-thirds of theoretical DDR bandwidth; AMX/AVX-512 GEMMs fall well short
 # of the peak instruction rate. Assumption pending calibration.
@@ -78,7 +81,7 @@ _LPU = Efficiency(0.5, 0.5, 5e-5, 0.8)
 # Everything else (Apple unified memory, Gaudi, Inferentia): llama.cpp Metal
 # Llama-3.1-8B f16 on M2 Ultra runs 36.3 tok/s x 16.1 GB = 0.58 TB/s = 73% of
 # 800 GB/s (measured_dev.csv, lcpp-m2u-l3-8b-f16).
-_OTHER = Efficiency(0.5, 0.7, 5e-4, 0.7, collective_overhead_s=15e-6)
+_OTHER = Efficiency(0.5, 0.7, 5e-4, 0.7, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
 
 _BY_KIND: dict[str, Efficiency] = {"gpu": _GPU, "tpu": _TPU, "cpu": _CPU, "lpu": _LPU, "other": _OTHER}
 _BY_KIND_VENDOR: dict[tuple[str, str], Efficiency] = {("gpu", "nvidia"): _NVIDIA_GPU, ("gpu", "amd"): _AMD_GPU}
@@ -93,12 +96,25 @@ _BY_KIND_VENDOR: dict[tuple[str, str], Efficiency] = {("gpu", "nvidia"): _NVIDIA
 _WEIGHT_ONLY_BANDWIDTH_SCALE = {"int8": 0.75, "int4": 0.6}
 
 
+# FP8 tensor-core GEMMs reach a smaller share of their doubled peak than bf16 ones
+# (scaling and casting kernels around each GEMM, less mature kernels): TensorRT-LLM
+# v0.5 FP8 prefill of Llama-2-7B at 2,048 tokens on H100 runs at ~47% of the FP8
+# peak against ~72% of the FP16 peak for the same prefill on A100
+# (shared/reference/measured_dev.csv, trt-*-ttft-in2048). One factor per dtype.
+_FP8_COMPUTE_SCALE = 0.7
+
+
 def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency:
     """Spec default for a chip: by (kind, vendor) where known, else by kind;
-    weight-only int8/int4 reach a smaller share of bandwidth."""
+    weight-only int8/int4 reach a smaller share of bandwidth; FP8 math a smaller
+    share of its peak."""
     base = _BY_KIND_VENDOR.get((chip.kind, chip.vendor.strip().lower()), _BY_KIND[chip.kind])
     scale = _WEIGHT_ONLY_BANDWIDTH_SCALE.get(weight_dtype)
-    return replace(base, bandwidth_fraction=base.bandwidth_fraction * scale) if scale else base
+    if scale:
+        base = replace(base, bandwidth_fraction=base.bandwidth_fraction * scale)
+    if weight_dtype == "fp8" and chip.has_math("fp8"):
+        base = replace(base, compute_fraction=base.compute_fraction * _FP8_COMPUTE_SCALE)
+    return base
 
 
 def resolve_efficiency(
@@ -127,6 +143,7 @@ class EfficiencyTable:
     step_overhead_s: np.ndarray
     link_bandwidth_fraction: np.ndarray
     collective_overhead_s: np.ndarray
+    prefill_layer_overhead_s: np.ndarray
     sources: tuple[tuple[str, ...], ...]  # [chip][dtype] -> source label
 
 
@@ -137,7 +154,8 @@ def efficiency_table(
     override: Efficiency | None = None,
 ) -> EfficiencyTable:
     shape = (len(chips), len(DTYPES))
-    names = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction", "collective_overhead_s")
+    names = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction", "collective_overhead_s",
+             "prefill_layer_overhead_s")
     fields = {name: np.empty(shape) for name in names}
     sources = []
     for i, chip in enumerate(chips):

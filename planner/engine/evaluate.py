@@ -170,6 +170,7 @@ def _prefill(model: ModelSpec, hw: CandidateHardware, tokens: np.ndarray, sequen
     return forward_cost(
         model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=tokens * tokens / 2.0, kv_read_tokens=0.0,
         kv_write_tokens=tokens, attention_flops_per_pair=model.prefill_attention_flops_per_pair,
+        extra_overhead_s=hw.prefill_layer_overhead_s * model.num_layers,
     )  # fmt: skip
 
 

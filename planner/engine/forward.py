@@ -93,6 +93,7 @@ def forward_cost(
     weight_bytes_per_param: np.ndarray | None = None,
     peak_flops_per_s: np.ndarray | None = None,
     flop_scale: float = 1.0,
+    extra_overhead_s: np.ndarray | float = 0.0,
 ) -> PhaseCost:
     """Cost of a forward where each of `sequences` sequences (per replica) runs
     `new_tokens` query positions against `attention_pairs` (query, key) pairs,
@@ -119,14 +120,15 @@ def forward_cost(
     memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
     comm_stage = tensor_parallel_comm_s(model.num_layers / pp, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
-    time = pp * (np.maximum(compute_stage, memory_stage) + comm_stage) + p2p + hw.step_overhead_s
+    overhead = hw.step_overhead_s + extra_overhead_s
+    time = pp * (np.maximum(compute_stage, memory_stage) + comm_stage) + p2p + overhead
     return PhaseCost(
         flops_per_chip=flops * micro,
         bytes_per_chip=nbytes * micro,
         compute_s=pp * compute_stage,
         memory_s=pp * memory_stage,
         comm_s=pp * comm_stage + p2p,
-        overhead_s=np.broadcast_to(hw.step_overhead_s, np.shape(time)).copy(),
+        overhead_s=np.broadcast_to(overhead, np.shape(time)).copy(),
         time_s=time,
     )
 

@@ -74,6 +74,7 @@ class CandidateHardware:
     compute_fraction: np.ndarray
     bandwidth_fraction: np.ndarray
     step_overhead_s: np.ndarray
+    prefill_layer_overhead_s: np.ndarray
     link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency
     link_latency_s: np.ndarray  # per collective: link alpha + software overhead
     p2p_bytes_per_s: np.ndarray  # between pipeline stages
@@ -117,6 +118,7 @@ def candidate_hardware(
         compute_fraction=efficiency.compute_fraction[c, w],
         bandwidth_fraction=efficiency.bandwidth_fraction[c, w],
         step_overhead_s=efficiency.step_overhead_s[c, w],
+        prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
         link_bytes_per_s=link,
         link_latency_s=table.link_latency_s[c] + efficiency.collective_overhead_s[c, w],
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
