@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.worker import worker_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
@@ -22,8 +24,8 @@ print("torch" in sys.modules)
 """
 
 
-def test_the_web_process_serves_pages_without_importing_torch():
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                            env={"DJANGO_SETTINGS_MODULE": "config.settings", "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+def test_the_web_process_serves_pages_without_importing_torch(db):
+    # The same (test) database as this process, so the pages find their tables.
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120, env=worker_env())
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "False"
