@@ -71,6 +71,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestBodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -152,6 +153,8 @@ STORAGES = {
 MAX_CONFIG_UPLOAD_BYTES = env_int("MAX_CONFIG_UPLOAD_BYTES", 1_000_000, minimum=1_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_500_000, minimum=10_000)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# Any request body over this is refused with 413 before it is read.
+MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 16_000_000, minimum=100_000)
 
 # --- REST framework -------------------------------------------------------------------
 REST_FRAMEWORK = {

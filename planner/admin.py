@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from planner.calibrations import calibration_rollback
 from planner.models import Calibration, Plan
 
 
@@ -16,9 +17,23 @@ class PlanAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
+    def save_model(self, request, obj, form, change) -> None:
+        obj.save(update_fields=["pinned"])
+
 
 @admin.register(Calibration)
 class CalibrationAdmin(admin.ModelAdmin):
     list_display = ["chip_slug", "weight_dtype", "version", "compute_fraction", "bandwidth_fraction", "step_overhead_s", "run_count", "active", "created_at"]
     list_filter = ["chip_slug", "weight_dtype", "active"]
     search_fields = ["chip_slug"]
+    readonly_fields = [f.name for f in Calibration._meta.fields]
+    actions = ["roll_back_to_this_version"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Roll back to the selected version (newer versions are deactivated)")
+    def roll_back_to_this_version(self, request, queryset) -> None:
+        for row in queryset:
+            calibration_rollback(chip_slug=row.chip_slug, weight_dtype=row.weight_dtype, to_version=row.version)
+            self.message_user(request, f"{row.chip_slug}/{row.weight_dtype} now uses v{row.version}.")

@@ -31,6 +31,20 @@ class Plan(models.Model):
     def __str__(self) -> str:
         return f"plan {self.id} for {self.model_slug}"
 
+    # Only these may change once a plan is stored; everything else is its record.
+    MUTABLE_FIELDS = frozenset({"pinned"})
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            fields = kwargs.get("update_fields")
+            if fields is None or not set(fields) <= self.MUTABLE_FIELDS:
+                raise PlanImmutable(f"plan {self.id} is immutable once stored; only {sorted(self.MUTABLE_FIELDS)} may change (save with update_fields)")
+        super().save(*args, **kwargs)
+
+
+class PlanImmutable(Exception):
+    pass
+
 
 class Calibration(models.Model):
     """Efficiency factors fitted from measured runs for one chip and weight dtype.
