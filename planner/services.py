@@ -296,8 +296,10 @@ def trial_prediction(
     the trial's dtype, the scaled copy's layers), with the newest calibration."""
     deployment = Deployment(chip=catalog_specs.chip_spec(chip), weight_dtype=weight_dtype, kv_dtype=weight_dtype)
     workload = Workload(prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    # A trial times its prefill and its decode steps apart (one static batch), which is the
+    # disaggregated serving model: TPOT and throughput carry no interleaved prefill.
     result = estimate(
         catalog_specs.model_spec(model, num_layers=num_layers), deployment, workload, batch=batch,
-        calibration=catalog_specs.calibrations_for([chip.slug]),
+        calibration=catalog_specs.calibrations_for([chip.slug]), disaggregated=True,
     )  # fmt: skip
     return json_safe(result)
