@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
+from simple_history.admin import SimpleHistoryAdmin
 
 from hwcatalog import services
 from hwcatalog.models import Chip, ModelArch, Offering
@@ -21,7 +22,7 @@ class OfferingInline(admin.TabularInline):
 
 
 @admin.register(Chip)
-class ChipAdmin(admin.ModelAdmin):
+class ChipAdmin(SimpleHistoryAdmin):
     list_display = ["slug", "vendor", "kind", "memory_capacity_bytes", "memory_bandwidth_bytes_per_s", "peak_bf16_flops_per_s", "as_of"]
     list_filter = ["kind", "vendor"]
     search_fields = ["slug", "name", "vendor"]
@@ -29,7 +30,7 @@ class ChipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Offering)
-class OfferingAdmin(admin.ModelAdmin):
+class OfferingAdmin(SimpleHistoryAdmin):
     list_display = ["slug", "chip", "provider", "pricing_model", "usd_per_chip_hour", "purchase_usd_per_chip", "as_of"]
     list_filter = ["pricing_model", "provider", "chip__kind"]
     search_fields = ["slug", "provider", "chip__slug", "region"]
@@ -52,7 +53,7 @@ class HfConfigForm(forms.Form):
 
 
 @admin.register(ModelArch)
-class ModelArchAdmin(admin.ModelAdmin):
+class ModelArchAdmin(SimpleHistoryAdmin):
     list_display = ["slug", "family", "total_params", "active_params", "attention_kind", "generation_kind", "as_of"]
     list_filter = ["family", "attention_kind", "generation_kind", "ffn_kind"]
     search_fields = ["slug", "name", "family"]

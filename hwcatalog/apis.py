@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import parsers, status, viewsets
+from rest_framework import parsers, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,7 +17,26 @@ from hwcatalog.serializers import (
 )
 
 
-class ChipViewSet(viewsets.ModelViewSet):
+class HistoryEntrySerializer(serializers.Serializer):
+    history_id = serializers.IntegerField()
+    changed_at = serializers.DateTimeField()
+    changed_by = serializers.CharField(allow_null=True)
+    change = serializers.ChoiceField(choices=["created", "changed", "deleted"])
+    reason = serializers.CharField(allow_null=True)
+    changes = serializers.DictField(help_text="field -> {old, new}")
+
+
+class CatalogHistoryMixin:
+    """GET .../{slug}/history/: who changed the row, when, and its old and new values."""
+
+    @extend_schema(responses={200: HistoryEntrySerializer(many=True)})
+    @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
+    def history(self, request, slug=None):
+        row = self.get_object()
+        return Response(HistoryEntrySerializer(selectors.catalog_history(row=row), many=True).data)
+
+
+class ChipViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
     """Chips: CPUs, GPUs, TPUs, LPUs and other accelerators, with sourced peaks."""
 
     serializer_class = ChipSerializer
@@ -30,7 +50,7 @@ class ChipViewSet(viewsets.ModelViewSet):
         return selectors.chip_list()
 
 
-class ModelArchViewSet(viewsets.ModelViewSet):
+class ModelArchViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
     """Model architectures: dense, GQA/MQA, MLA, MoE, diffusion and block diffusion."""
 
     serializer_class = ModelArchSerializer
@@ -44,14 +64,14 @@ class ModelArchViewSet(viewsets.ModelViewSet):
         return selectors.model_list()
 
 
-class OfferingViewSet(viewsets.ModelViewSet):
+class OfferingViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
     """Prices: rented (per chip-hour) or purchased (amortised + power)."""
 
     serializer_class = OfferingSerializer
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"  # slugs carry dots: llama-3.1-8b
     filterset_class = OfferingFilter
-    search_fields = ["slug", "provider", "region", "instance_type"]
+    search_fields = ["slug", "provider", "region", "instance_name"]
     ordering_fields = ["slug", "usd_per_chip_hour", "as_of", "provider"]
 
     def get_queryset(self):

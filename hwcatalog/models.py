@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.forms.models import model_to_dict
+from simple_history.models import HistoricalRecords
 
 from hwcatalog import architecture
 from hwcatalog.validation import SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
@@ -59,6 +60,7 @@ class Chip(Sourced):
     chips_per_node = models.PositiveIntegerField(null=True, blank=True)
     cores = models.PositiveIntegerField(null=True, blank=True, help_text="CPU cores per socket.")
     tdp_watts = models.FloatField(null=True, blank=True)
+    history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
         ordering = ["vendor", "slug"]
@@ -101,7 +103,7 @@ class Offering(models.Model):
     slug = models.CharField(max_length=120, unique=True, validators=[slug_validator])
     chip = models.ForeignKey(Chip, on_delete=models.CASCADE, related_name="offerings")
     provider = models.CharField(max_length=80)
-    instance_type = models.CharField(max_length=80, blank=True, default="")
+    instance_name = models.CharField(max_length=80, blank=True, default="")
     region = models.CharField(max_length=80, blank=True, default="")
     pricing_model = models.CharField(max_length=12, choices=PricingModel.choices)
     usd_per_chip_hour = models.FloatField(null=True, blank=True)
@@ -114,6 +116,7 @@ class Offering(models.Model):
     notes = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
         ordering = ["chip__slug", "pricing_model", "slug"]
@@ -173,6 +176,7 @@ class ModelArch(Sourced):
     generation_kind = models.CharField(max_length=16, choices=GenerationKind.choices, default=GenerationKind.AUTOREGRESSIVE)
     default_block_size = models.PositiveIntegerField(null=True, blank=True)
     max_context_tokens = models.PositiveIntegerField()
+    history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
         ordering = ["family", "slug"]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from hwcatalog.models import Chip, ModelArch, Offering
@@ -27,3 +29,27 @@ def model_list() -> QuerySet[ModelArch]:
 
 def model_get(*, slug: str) -> ModelArch:
     return ModelArch.objects.get(slug=slug)
+
+
+_CHANGE_NAMES = {"+": "created", "~": "changed", "-": "deleted"}
+
+
+def catalog_history(*, row) -> list[dict[str, Any]]:
+    """A catalog row's edits, newest first, each with its old and new values."""
+    records = list(row.history.all().select_related("history_user").order_by("-history_date", "-history_id"))
+    entries = []
+    for record, previous in zip(records, records[1:] + [None]):
+        changes = {}
+        if previous is not None:
+            delta = record.diff_against(previous)
+            changes = {c.field: {"old": _plain(c.old), "new": _plain(c.new)} for c in delta.changes}
+        entries.append({
+            "history_id": record.history_id, "changed_at": record.history_date,
+            "changed_by": record.history_user.get_username() if record.history_user else None,
+            "change": _CHANGE_NAMES[record.history_type], "reason": record.history_change_reason, "changes": changes,
+        })  # fmt: skip
+    return entries
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value

@@ -52,6 +52,7 @@ def _upsert(model: type[models.Model], slug: str, values: dict[str, Any], report
     if instance is None:
         instance = model(slug=slug, **values)
         instance.full_clean()
+        instance._change_reason = "loadcatalog"
         instance.save()
         report.created.append(label)
         return
@@ -62,6 +63,7 @@ def _upsert(model: type[models.Model], slug: str, values: dict[str, Any], report
     for key in changed:
         setattr(instance, key, values[key])
     instance.full_clean()
+    instance._change_reason = "loadcatalog"
     instance.save()
     report.updated.append(label)
 
@@ -70,7 +72,7 @@ def _normalise(row: dict[str, Any], path: Path) -> dict[str, Any]:
     values = {k: v for k, v in row.items() if k != "slug"}
     if isinstance(values.get("as_of"), str):
         values["as_of"] = dt.date.fromisoformat(values["as_of"])
-    for key in ("notes", "memory_type", "instance_type", "region"):
+    for key in ("notes", "memory_type", "instance_name", "region"):
         if key in values and values[key] is None:
             values[key] = ""
     for key, value in values.items():

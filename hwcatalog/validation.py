@@ -133,4 +133,6 @@ def validate_sources(sources: Any) -> str | None:
         return "At least one source (a URL or document reference) is required."
     if len(sources) > 50 or any(len(s) > 1000 for s in sources):
         return "At most 50 sources of at most 1000 characters each."
+    if any("\x00" in s for s in sources):
+        return "A source cannot contain a NUL character."
     return None

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
 from rest_framework.response import Response
@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from jobs import selectors, services
 from jobs.models import ValidationRun
-from jobs.serializers import ValidationRunInputSerializer, ValidationRunSerializer
+from jobs.serializers import ValidationListFilterSerializer, ValidationRunInputSerializer, ValidationRunSerializer
 from planner.models import Plan
 from planner.selectors import plan_find
 
@@ -45,15 +45,14 @@ class ValidationListApi(ListAPIView):
     serializer_class = ValidationRunSerializer
     filter_backends: list = []
 
-    @extend_schema(parameters=[
-        OpenApiParameter("status", enum=ValidationRun.Status.values), OpenApiParameter("trial", enum=ValidationRun.Trial.values),
-        OpenApiParameter("plan", str),
-    ])  # fmt: skip
+    @extend_schema(parameters=[ValidationListFilterSerializer])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        params = self.request.query_params
+        filters = ValidationListFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        params = filters.validated_data
         plan = None
         if params.get("plan"):
             plan = plan_find(plan_id=params["plan"])

@@ -83,3 +83,19 @@ class ValidationRun(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class ScheduleClaim(models.Model):
+    """One row per (scheduled job, period): the first beat to claim a period runs it, so two
+    beat processes started by mistake still run a scheduled validation once per period."""
+
+    name = models.CharField(max_length=120)
+    period = models.CharField(max_length=40)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    claimed_by = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["name", "period"], name="schedule_claim_once_per_period")]
+
+    def __str__(self) -> str:
+        return f"{self.name} @ {self.period}"

@@ -12,6 +12,15 @@ class ValidationRunInputSerializer(serializers.Serializer):
     params = serializers.DictField(required=False)
 
 
+class ValidationListFilterSerializer(serializers.Serializer):
+    """Query parameters of the validation list: a misspelt status is a 400, not an empty list."""
+
+    # Blank is "any", as for the catalog's filters (?status=).
+    status = serializers.ChoiceField(choices=ValidationRun.Status.choices, required=False, allow_blank=True)
+    trial = serializers.ChoiceField(choices=ValidationRun.Trial.choices, required=False, allow_blank=True)
+    plan = serializers.CharField(required=False, allow_blank=True, help_text="A plan id; one that matches no plan lists nothing.")
+
+
 class ValidationRunSerializer(serializers.ModelSerializer):
     plan = serializers.UUIDField(source="plan_id", read_only=True, allow_null=True)
 

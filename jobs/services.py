@@ -11,13 +11,13 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from hwcatalog.models import Chip, ModelArch
 from jobs import selectors
-from jobs.models import ValidationRun, WorkerHeartbeat
+from jobs.models import ScheduleClaim, ValidationRun, WorkerHeartbeat
 from planner import calibrations
 from planner.models import Plan
 from planner.services import trial_prediction
@@ -56,9 +56,14 @@ def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: 
             low, high = PARAM_LIMITS[key]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValidationError({"params": f"{key} must be an integer between {low} and {high}."})
+    threshold = merged.get("threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1):
+        raise ValidationError({"params": "threshold must be a number in (0, 1]."})
+    if "compile" in merged and not isinstance(merged["compile"], bool):
+        raise ValidationError({"params": "compile must be true or false."})
     if merged["dtype"] not in ("fp32", "bf16", "fp16"):
         raise ValidationError({"params": "dtype must be fp32, bf16 or fp16 (the trials run plain PyTorch matmuls)."})
-    unknown = set(merged) - set(PARAM_LIMITS) - {"dtype", "compile", "threshold", "draft_model"}
+    unknown = set(merged) - set(PARAM_LIMITS) - {"dtype", "compile", "threshold"}
     if unknown:
         raise ValidationError({"params": f"Unknown parameter(s): {', '.join(sorted(unknown))}."})
     layers = merged.get("max_layers") or model.num_layers
@@ -264,18 +269,29 @@ def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S) -> dict[str
     return {"requeued": requeued, "failed": failed}
 
 
-def pinned_plans_revalidate(*, queue: str = "cpu") -> dict[str, int]:
-    """Nightly: a decode trial of the top configuration of every pinned plan on `queue`'s device.
-    A plan whose previous run of the day is still queued or running is skipped."""
+def schedule_claim(*, name: str, period: str, claimed_by: str = "") -> bool:
+    """True for the first caller of (name, period), False for every later one."""
+    try:
+        with transaction.atomic():
+            ScheduleClaim.objects.create(name=name, period=period, claimed_by=claimed_by[:255])
+    except IntegrityError:
+        return False
+    return True
+
+
+def pinned_plans_revalidate(*, queue: str = "cpu", period: str | None = None, claimed_by: str = "") -> dict[str, int]:
+    """Nightly: a decode trial of the top configuration of every pinned plan on `queue`'s device,
+    once per period (the day, by default) however many beats fire. A plan whose previous run is
+    still queued or running is skipped."""
+    period = period or timezone.now().date().isoformat()
+    if not schedule_claim(name=f"revalidate-pinned-plans:{queue}", period=period, claimed_by=claimed_by):
+        return {"queued": 0, "skipped": 0, "already_claimed": 1}
     queued = skipped = 0
-    since = timezone.now() - timedelta(hours=20)
     for plan in Plan.objects.filter(pinned=True, feasible_count__gt=0):
-        busy = ValidationRun.objects.filter(plan=plan, rank=1, queue=queue, created_at__gte=since).exclude(
-            status__in=ValidationRun.FINISHED
-        )
+        busy = ValidationRun.objects.filter(plan=plan, rank=1, queue=queue).exclude(status__in=ValidationRun.FINISHED)
         if busy.exists():
             skipped += 1
             continue
         validation_run_create(plan=plan, rank=1, trial="decode", queue=queue)
         queued += 1
-    return {"queued": queued, "skipped": skipped}
+    return {"queued": queued, "skipped": skipped, "already_claimed": 0}

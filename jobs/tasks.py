@@ -32,6 +32,6 @@ def recover_validation_runs() -> dict:
     return services.validation_runs_recover()
 
 
-@shared_task(name="jobs.revalidate_pinned_plans", soft_time_limit=120, time_limit=180)
-def revalidate_pinned_plans(queue: str = "cpu") -> dict:
-    return services.pinned_plans_revalidate(queue=queue)
+@shared_task(bind=True, name="jobs.revalidate_pinned_plans", soft_time_limit=120, time_limit=180)
+def revalidate_pinned_plans(self, queue: str = "cpu") -> dict:
+    return services.pinned_plans_revalidate(queue=queue, claimed_by=self.request.hostname or "")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
@@ -49,6 +49,10 @@ class PlanListCreateApi(ListAPIView):
 
     serializer_class = PlanSummarySerializer
     filter_backends: list = []
+
+    @extend_schema(parameters=[OpenApiParameter("model", str, description="Only plans for this model slug.")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
         return selectors.plan_list(model_slug=self.request.query_params.get("model"))

@@ -63,7 +63,8 @@ def test_an_anonymous_plan_write_gets_401_and_stores_nothing(catalog, anonymous_
 
 def test_an_unknown_plan_is_404(db, anonymous_client):
     assert anonymous_client.get("/api/v1/plans/00000000-0000-0000-0000-000000000000/").status_code == 404
-    assert anonymous_client.get("/api/v1/plans/not-a-uuid/").status_code == 404
+    malformed = anonymous_client.get("/api/v1/plans/not-a-uuid/")
+    assert malformed.status_code == 404 and malformed.json() == {"detail": "Not found."}
 
 
 @pytest.mark.parametrize(
