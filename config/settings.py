@@ -174,7 +174,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "hwcatalog.pagination.StandardPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "hwcatalog.exceptions.ApiAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "hwcatalog.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "hwcatalog.exceptions.api_exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
