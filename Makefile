@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install migrate catalog worker web lint bench accuracy clean
+.PHONY: run test install migrate catalog worker web lint bench accuracy clean loadtest
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ test: install
 
 bench: install
 	$(BIN)/python manage.py benchplanner
+
+## Load test: gunicorn (2 workers) on a fresh PostgreSQL database + locust (.venv-load); see docs/benchmarks.md.
+## Needs PostgreSQL and Redis on 127.0.0.1; ARGS="--scenario reads --duration 30" for one scenario.
+loadtest: install
+	test -x .venv-load/bin/locust || { $(PYTHON) -m venv .venv-load && .venv-load/bin/python -m pip install --quiet -r benchmarks/requirements-load.txt; }
+	.venv-load/bin/python benchmarks/loadtest.py $(ARGS)
 
 clean:
 	rm -rf var/test-broker .pytest_cache

@@ -6,6 +6,7 @@ process at start-up with a message naming the variable, not surface later as odd
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -60,4 +61,18 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name) or default
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+# DRF reads only the first letter of the period ("5/mango" would be five a minute), so
+# accept the spellings its docs name and nothing else.
+_RATE = re.compile(r"(\d+)/(s|sec|second|m|min|minute|h|hour|d|day)")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A DRF throttle rate, "N/period": 300/min, 20/s, 5000/hour, 100000/day."""
+    value = (os.environ.get(name) or default).strip()
+    match = _RATE.fullmatch(value)
+    if not match or int(match.group(1)) < 1:
+        raise ImproperlyConfigured(f"{name} must be a rate like 300/min (N/s, N/min, N/hour or N/day with N >= 1), got {value!r}")
     return value

@@ -10,13 +10,15 @@ either mode.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("HWPLANNER_VAR_DIR", str(BASE_DIR / "var")))
@@ -29,11 +31,26 @@ if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("DJANGO_DEBUG must be off when DJANGO_MODE=production")
 
 
+# Keys anyone can read, refused in production: the Dockerfile's build-time key until 2026-11
+# (public in the repository's history; the image build now makes a throw-away random one), and
+# the keys of Django's startproject template, which begin with "django-insecure-".
+PUBLISHED_SECRET_KEYS = frozenset({"build-only-collectstatic-key-not-used-at-run-time-0123456789"})
+INSECURE_SECRET_KEY_PREFIX = "django-insecure-"
+
+
 def _development_secret_key() -> str:
-    # A per-checkout random key, kept under var/ so sessions survive restarts.
+    # A per-checkout random key, kept under var/ so sessions survive restarts. Mode 0600 from
+    # the start (not the umask's 0644): the key signs sessions, other local users must not read it.
     path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if path.stat().st_mode & 0o077:
+            with contextlib.suppress(PermissionError):  # a file made before 0600; not ours to change if not owned
+                path.chmod(0o600)
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -41,6 +58,11 @@ if PRODUCTION:
     SECRET_KEY = env_str("DJANGO_SECRET_KEY", required=True)
     if len(SECRET_KEY) < 50:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be at least 50 characters")
+    if SECRET_KEY in PUBLISHED_SECRET_KEYS or SECRET_KEY.startswith(INSECURE_SECRET_KEY_PREFIX):
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is a published key (the Dockerfile's old build-only key or a 'django-insecure-' key); "
+            'generate one: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
     ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", [])
     if not ALLOWED_HOSTS:
         raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_MODE=production")
@@ -59,12 +81,12 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "simple_history",
+    "accounts",
     "hwcatalog",
     "planner",
     "jobs",
@@ -83,6 +105,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Records who changed a catalog row (DRF hands its authenticated user to the request).
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, so it sees a view's database errors first: 503 with Retry-After instead of a 500.
+    "config.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -141,7 +165,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -150,6 +174,11 @@ STORAGES = {
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+
+# Web UI sign-in (frontend/urls.py): writes from the UI need an account, as in the API.
+LOGIN_URL = "frontend:login"
+LOGIN_REDIRECT_URL = "frontend:home"
+LOGOUT_REDIRECT_URL = "frontend:home"
 
 # --- Upload limits --------------------------------------------------------------------
 # A config.json is a few KB; 1 MB leaves room and refuses hostile bodies early.
@@ -163,10 +192,27 @@ MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 16_000_000, minimum=1
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so an anonymous write gets 401 with WWW-Authenticate: Token.
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["hwcatalog.permissions.ReadPublicWriteTokenOrStaff"],
+    # Over a rate: 429 with Retry-After. The counters live in the "throttle" cache (CACHES below).
+    "DEFAULT_THROTTLE_CLASSES": [
+        "accounts.throttling.AnonymousRateThrottle",
+        "accounts.throttling.TokenRateThrottle",
+        "accounts.throttling.PlanCreateRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_rate("API_THROTTLE_ANON", "300/min"),  # per IP address, anonymous requests
+        "token": env_rate("API_THROTTLE_TOKEN", "1200/min"),  # per API token (per user for a session)
+        "plans": env_rate("API_THROTTLE_PLANS", "120/min"),  # POST /api/v1/plans/ per token, on top
+        # The web UI's forms (not DRF views; accounts.throttling.rate_limited applies these):
+        "ui-writes": env_rate("UI_THROTTLE_WRITES", "60/min"),  # plan and validate forms, per user
+        "sign-in": env_rate("UI_THROTTLE_SIGN_IN", "10/min"),  # password attempts per IP (UI and admin)
+    },
+    # Proxies in front that append to X-Forwarded-For (1 behind one load balancer): the anonymous
+    # rate counts per client address. 0 uses the peer address and ignores the header a client could forge.
+    "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0),
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
@@ -192,12 +238,37 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"ChipKindEnum": "hwcatalog.models.Chip.Kind", "DtypeEnum": "planner.engine.units.DTYPES"},
 }
 
+# --- Caches ---------------------------------------------------------------------------
+# "throttle" holds the API rate-limit counters, which every web process (gunicorn workers, other
+# machines) must share: Redis when there is one, else files under var/ (embedded mode, no server).
+# On Redis its keys carry a prefix of their own: the database may be Celery's too.
+_THROTTLE_REDIS_URL = env_str("REDIS_URL")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": _THROTTLE_REDIS_URL,
+        "KEY_PREFIX": "hwplanner-throttle",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+    }
+    if _THROTTLE_REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": VAR_DIR / "throttle-cache",
+        "KEY_PREFIX": "hwplanner-throttle",
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    },
+}
+
 # --- Celery ---------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 7200, minimum=60)}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 7200, minimum=60),
+        "socket_connect_timeout": 3,  # a broker host that does not answer fails a publish in seconds
+    }
 else:
     # kombu's filesystem transport: a broker that needs no server (embedded mode).
     _broker_dir = Path(env_str("HWPLANNER_BROKER_DIR", str(VAR_DIR / "broker")))
@@ -225,13 +296,25 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Results live in our own tables (ValidationRun, WorkerHeartbeat), never in the result backend;
+# ignoring them also keeps a publish from touching Redis twice.
+CELERY_TASK_IGNORE_RESULT = True
+# A publish to a broker that is down gives up after about a second; the run stays queued and
+# the recovery sweep sends it again (jobs.services.validation_runs_recover).
+VALIDATION_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3, "interval_max": 0.5}
+# A queued run whose message was not taken this long after it was sent is sent again (then
+# after 2x, 4x, ...): a broker restarted without persistence loses its queues.
+VALIDATION_RESEND_AFTER_S = env_int("VALIDATION_RESEND_AFTER_S", 600, minimum=1)
 
 # --- Production hardening -------------------------------------------------------------
 if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Opt-in: only a proxy that sets X-Forwarded-Proto itself (dropping a client's) may be trusted
+    # with it; with gunicorn reached directly (docker-compose) any client could claim HTTPS.
+    if env_bool("DJANGO_TRUST_X_FORWARDED_PROTO", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 31_536_000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -4,11 +4,16 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounts.throttling import SignInRateThrottle, rate_limited
+
 urlpatterns = [
+    # Password attempts on the admin's sign-in page are rate-limited like the UI's.
+    path("admin/login/", rate_limited(SignInRateThrottle)(admin.site.login)),
     path("admin/", admin.site.urls),
     path("api/v1/", include("planner.urls")),
     path("api/v1/", include("jobs.urls")),
     path("api/v1/", include("hwcatalog.urls")),
+    path("api/v1/", include("accounts.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("frontend.urls")),
@@ -25,4 +30,16 @@ def api_aware_404(request, exception=None):
     return page_not_found(request, exception)
 
 
+def api_aware_400(request, exception=None):
+    """A JSON 400 under /api/ for the 400s Django raises itself (a Host not in ALLOWED_HOSTS, too many
+    form fields), the HTML page elsewhere."""
+    from django.http import JsonResponse
+    from django.views.defaults import bad_request
+
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return bad_request(request, exception)
+
+
+handler400 = api_aware_400
 handler404 = api_aware_404

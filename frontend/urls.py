@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from accounts.throttling import SignInRateThrottle, rate_limited
 from frontend import views
 
 app_name = "frontend"
+sign_in = rate_limited(SignInRateThrottle)(
+    auth_views.LoginView.as_view(template_name="frontend/login.html", redirect_authenticated_user=True)
+)
 urlpatterns = [
     path("", views.home, name="home"),
     path("plans/", views.plan_list, name="plan-list"),
@@ -16,4 +21,7 @@ urlpatterns = [
     path("catalog/compare/", views.chip_compare, name="chip-compare"),
     path("catalog/chips/<str:slug>/", views.chip_detail, name="chip-detail"),
     path("catalog/models/<str:slug>/", views.model_detail, name="model-detail"),
+    # Web UI sign-in (writes need an account); settings.LOGIN_URL names this.
+    path("accounts/login/", sign_in, name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

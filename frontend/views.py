@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -16,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, explain, forms
 from frontend.templatetags.hwformat import duration, gb, num, percent, plain_percent, si
 from hwcatalog import selectors as catalog
@@ -78,8 +80,19 @@ def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[
     }
 
 
+# The same rule as the API's POST /api/v1/models/import/ (hwcatalog.permissions), whose only
+# credential a browser session can carry is a staff account's.
+IMPORT_NEEDS_STAFF = (
+    "Importing a model into the catalog needs a staff account (the API's models/import needs a write-scoped "
+    "API token or staff, too). Pick a model from the list, or ask a staff member to import this config.json."
+)
+
+
 def _import_uploaded_model(request: HttpRequest, errors: dict[str, list[str]]) -> str | None:
     """Import an uploaded config.json as a catalog model; returns its slug or records errors."""
+    if not request.user.is_staff:
+        errors.setdefault("config_file", []).append(IMPORT_NEEDS_STAFF)
+        return None
     upload = forms.read_config_upload(request.FILES["config_file"], name=request.POST.get("import_name", ""))
     if upload.error:
         errors.setdefault("config_file", []).append(upload.error)
@@ -103,10 +116,17 @@ def _import_uploaded_model(request: HttpRequest, errors: dict[str, list[str]]) -
 
 
 @require_http_methods(["GET", "POST"])
+@rate_limited(UiWriteRateThrottle)
 def home(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         values = forms.initial_values(model_slug=request.GET.get("model"))
         return render(request, "frontend/home.html", _form_context(values, {}))
+
+    if not request.user.is_authenticated:
+        # Running a plan stores it (and may import a model): writes need an account, as in the
+        # API. Nothing of the request is read beyond the form's values, which are shown again.
+        context = {**_form_context(forms.submitted_values(request.POST), {}), "sign_in_required": True}
+        return render(request, "frontend/home.html", context, status=403)
 
     errors: dict[str, list[str]] = {}
     plan = None
@@ -173,9 +193,15 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
 
 
 @require_POST
+@rate_limited(UiWriteRateThrottle)
 def validation_start(request: HttpRequest, plan_id) -> HttpResponse:
     plan = _plan_or_404(plan_id)
     detail = reverse("frontend:plan-detail", kwargs={"plan_id": plan.id})
+    if not request.user.is_authenticated:
+        # A trial takes a worker's CPU or GPU: it needs an account. Back to the plan after signing
+        # in (this URL itself answers POST only).
+        messages.info(request, "Sign in to validate a configuration on a worker.")
+        return redirect_to_login(detail)
     try:
         rank = int(request.POST.get("rank", ""))
     except ValueError:

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import parsers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hwcatalog import selectors, services
+from hwcatalog import cache, selectors, services
 from hwcatalog.filters import ChipFilter, ModelArchFilter, OfferingFilter
 from hwcatalog.serializers import (
     ChipSerializer,
@@ -36,7 +37,36 @@ class CatalogHistoryMixin:
         return Response(HistoryEntrySerializer(selectors.catalog_history(row=row), many=True).data)
 
 
-class ChipViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
+class CachedCatalogReadsMixin:
+    """GET list and detail answered from hwcatalog/cache.py when the catalog has not changed since
+    the same path (with its query) was last rendered as JSON in this process."""
+
+    _catalog_cache_key = None
+
+    def list(self, request, *args, **kwargs):
+        return self._from_cache(request, super().list, *args, **kwargs)
+
+    def retrieve(self, request, *args, **kwargs):
+        return self._from_cache(request, super().retrieve, *args, **kwargs)
+
+    def _from_cache(self, request, handler, *args, **kwargs):
+        if request.accepted_renderer.format == "json":
+            key = (cache.catalog_version_token(), request.get_full_path(), request.accepted_media_type)
+            hit = cache.cached_body(key)
+            if hit is not None:
+                return HttpResponse(hit[0], content_type=hit[1])
+            self._catalog_cache_key = key
+        return handler(request, *args, **kwargs)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if self._catalog_cache_key is not None and isinstance(response, Response) and response.status_code == 200:
+            response.render()
+            cache.cache_body(self._catalog_cache_key, response.content, response["Content-Type"])
+        return response
+
+
+class ChipViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
     """Chips: CPUs, GPUs, TPUs, LPUs and other accelerators, with sourced peaks."""
 
     serializer_class = ChipSerializer
@@ -50,7 +80,7 @@ class ChipViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
         return selectors.chip_list()
 
 
-class ModelArchViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
+class ModelArchViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
     """Model architectures: dense, GQA/MQA, MLA, MoE, diffusion and block diffusion."""
 
     serializer_class = ModelArchSerializer
@@ -64,7 +94,7 @@ class ModelArchViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
         return selectors.model_list()
 
 
-class OfferingViewSet(CatalogHistoryMixin, viewsets.ModelViewSet):
+class OfferingViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
     """Prices: rented (per chip-hour) or purchased (amortised + power)."""
 
     serializer_class = OfferingSerializer

@@ -7,3 +7,8 @@ class HwcatalogConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "hwcatalog"
     verbose_name = "Hardware and model catalog"
+
+    def ready(self) -> None:
+        from hwcatalog.cache import connect_signals
+
+        connect_signals()

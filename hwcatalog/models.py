@@ -213,3 +213,15 @@ class ModelArch(Sourced):
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of the published parameter count at a dtype."""
         return self.total_params * architecture.bytes_per_element(dtype)
+
+
+class CatalogVersion(models.Model):
+    """One row whose token changes, in the same transaction, with every write to a chip, an
+    offering or a model. Web processes key their cache of catalog API answers by it
+    (hwcatalog/cache.py), so a committed edit is seen by every process at once."""
+
+    token = models.CharField(max_length=32)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"catalog version {self.token} @ {self.changed_at:%Y-%m-%d %H:%M:%S}"

@@ -19,9 +19,27 @@ INVALID_INPUT = OpenApiResponse(
     description="Invalid input: each offending field with a list of messages (an object for a nested input), "
     "or `detail` for a body that could not be parsed.",
 )
-UNAUTHENTICATED = OpenApiResponse(ErrorDetailSerializer, description="A token that is not valid, or a write without credentials.")
-FORBIDDEN = OpenApiResponse(ErrorDetailSerializer, description="A session of a user who is not staff, or a session write without its CSRF token.")
+UNAUTHENTICATED = OpenApiResponse(
+    ErrorDetailSerializer,
+    description="A token that is not valid (malformed, unknown, revoked or expired), or no credentials where they are needed.",
+)
+FORBIDDEN = OpenApiResponse(
+    ErrorDetailSerializer,
+    description="A write with a read-only token, a session of a user who is not staff, or a session write without its CSRF token.",
+)
 NOT_FOUND = OpenApiResponse(ErrorDetailSerializer, description="No such object, or no such page of a list.")
+THROTTLED = OpenApiResponse(
+    ErrorDetailSerializer,
+    description="Over a rate limit (per token, per anonymous IP address, or of plan searches); `detail` names the limit. "
+    "Retry after the seconds in `Retry-After`.",
+)
+RETRY_AFTER = {
+    "Retry-After": {
+        "schema": {"type": "integer", "minimum": 1},
+        "required": True,
+        "description": "Seconds to wait before the next request counts again.",
+    }
+}
 
 
 class ApiAutoSchema(AutoSchema):
@@ -50,11 +68,15 @@ class ApiAutoSchema(AutoSchema):
             responses.setdefault(code, self._get_response_for_code(response, code, direction=direction))
         return responses
 
+    def _get_response_headers_for_code(self, status_code, direction="response"):
+        headers = super()._get_response_headers_for_code(status_code, direction)
+        return {**RETRY_AFTER, **headers} if str(status_code) == "429" else headers
+
     def _error_responses(self) -> dict[str, OpenApiResponse]:
         write = self.method not in SAFE_METHODS
         # A paginated list refuses a bad page_size (400) and answers 404 for a page past the end.
         list_view = self.method == "GET" and isinstance(self.view, mixins.ListModelMixin) and getattr(self.view, "action", "list") == "list"
-        errors = {"401": UNAUTHENTICATED}  # any request with a wrong token
+        errors = {"401": UNAUTHENTICATED, "429": THROTTLED}  # any request: a wrong token; a rate limit
         if (write and self.method != "DELETE") or list_view:
             errors["400"] = INVALID_INPUT
         if write:

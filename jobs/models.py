@@ -56,6 +56,10 @@ class ValidationRun(models.Model):
     progress_message = models.CharField(max_length=300, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
     celery_task_id = models.CharField(max_length=64, blank=True, default="")
+    sent_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the task message last reached the broker; empty while the broker was unreachable."
+    )
+    send_count = models.PositiveIntegerField(default=0, help_text="Task messages sent for this run (re-sends after a lost message count).")
     worker_hostname = models.CharField(max_length=255, blank=True, default="")
     device_name = models.CharField(max_length=255, blank=True, default="")
     matched_chip_slug = models.CharField(max_length=80, blank=True, default="")

@@ -18,4 +18,9 @@ def ensure_default_schedules(**kwargs) -> None:
          "A decode trial of the top configuration of every pinned plan, on the cpu queue's device."),
     ]  # fmt: skip
     for name, task, schedule, description in defaults:
-        PeriodicTask.objects.get_or_create(name=name, defaults={"task": task, "queue": "cpu", "description": description, **schedule})
+        # A minutely task not started within 50 s (its worker was busy with a trial) is dropped,
+        # not run late in a pile: the next beat sends a fresh one.
+        expiry = {"expire_seconds": 50} if "interval" in schedule else {}
+        PeriodicTask.objects.get_or_create(
+            name=name, defaults={"task": task, "queue": "cpu", "description": description, **schedule, **expiry}
+        )

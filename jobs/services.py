@@ -10,9 +10,10 @@ import traceback
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from hwcatalog.models import Chip, ModelArch
@@ -103,11 +104,21 @@ def validation_run_create(*, plan: Plan, rank: int, trial: str, queue: str = "cp
     return run
 
 
-def _send(run: ValidationRun) -> None:
+def _send(run: ValidationRun) -> bool:
+    """Publish the run's task. A broker that is down leaves the run queued with sent_at empty
+    (the request that created it still succeeds); validation_runs_recover sends it again."""
     from jobs.tasks import run_validation
 
-    result = run_validation.apply_async(args=[str(run.pk)], queue=run.queue)
-    ValidationRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "")
+    try:
+        result = run_validation.apply_async(args=[str(run.pk)], queue=run.queue, retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent yet"
+        logger.warning("validation run %s: the broker refused the task (%s); the recovery sweep will send it again", run.pk, exc)
+        ValidationRun.objects.filter(pk=run.pk, status=ValidationRun.Status.QUEUED).update(
+            progress_message=f"waiting for the broker ({type(exc).__name__}); it is sent again once the broker answers"[:300]
+        )
+        return False
+    ValidationRun.objects.filter(pk=run.pk).update(celery_task_id=result.id or "", sent_at=timezone.now(), send_count=F("send_count") + 1)
+    return True
 
 
 @transaction.atomic
@@ -133,6 +144,9 @@ def _claim(run_id: str, *, hostname: str, task_id: str) -> ValidationRun | None:
         run = ValidationRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.finished:
             return None
+        fresh = timezone.now() - timedelta(seconds=STALE_AFTER_S)
+        if run.status == ValidationRun.Status.RUNNING and run.heartbeat_at and run.heartbeat_at >= fresh:
+            return None  # a duplicate message (a re-send) while a live worker runs it: nothing to do
         if run.attempts >= MAX_ATTEMPTS:
             _finish(run, status=ValidationRun.Status.FAILED, reason=f"the worker running it was lost {run.attempts} times")
             return None
@@ -247,9 +261,13 @@ def _refit_calibration(*, chip: Chip, dtype: str) -> None:
         calibrations.calibration_fit(chip=chip, weight_dtype=dtype, observations=observations, run_ids=[r.pk for r in runs])
 
 
-def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S) -> dict[str, int]:
-    """Runs left "running" by a worker that died (no heartbeat for stale_after_s): re-queued
-    while attempts remain, else failed with the reason. Scheduled every minute."""
+def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S, resend_after_s: float | None = None) -> dict[str, int]:
+    """Scheduled every minute. Runs left "running" by a worker that died (no heartbeat for
+    stale_after_s) are re-queued while attempts remain, else failed with the reason. Queued
+    runs whose message never reached the broker, or whose message was sent resend_after_s ago
+    and not taken (a broker restarted without persistence loses its queues), are sent again;
+    a duplicate message is harmless, since _claim runs a run once."""
+    resent = _queued_runs_resend(resend_after_s=settings.VALIDATION_RESEND_AFTER_S if resend_after_s is None else resend_after_s)
     cutoff = timezone.now() - timedelta(seconds=stale_after_s)
     requeued = failed = 0
     stale = ValidationRun.objects.filter(status=ValidationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
@@ -266,7 +284,23 @@ def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S) -> dict[str
                 run.save(update_fields=["status", "progress_message"])
                 transaction.on_commit(lambda run=run: _send(run))
                 requeued += 1
-    return {"requeued": requeued, "failed": failed}
+    return {"requeued": requeued, "failed": failed, "resent": resent}
+
+
+def _queued_runs_resend(*, resend_after_s: float) -> int:
+    """Send again the queued runs whose message may be lost. The wait doubles with each send
+    (resend_after_s, 2x, 4x, ...), so a queue that no worker serves (a gpu queue on a site
+    without GPUs) gains a message per run only now and then, never one per sweep."""
+    now = timezone.now()
+    candidates = ValidationRun.objects.filter(status=ValidationRun.Status.QUEUED, created_at__lt=now - timedelta(seconds=2)).filter(
+        Q(sent_at__isnull=True) | Q(sent_at__lt=now - timedelta(seconds=resend_after_s))
+    )  # the 2 s grace leaves a run just created to its own on_commit send
+    sent = 0
+    for run in candidates.order_by("created_at")[:500]:
+        wait_s = resend_after_s * 2 ** max(run.send_count - 1, 0)
+        if run.sent_at is None or run.sent_at < now - timedelta(seconds=wait_s):
+            sent += _send(run)
+    return sent
 
 
 def schedule_claim(*, name: str, period: str, claimed_by: str = "") -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
 from planner.engine.units import DTYPES
@@ -25,7 +26,7 @@ class SlugOf(serializers.RegexField):
         slug = super().run_validation(data)
         if slug is None or slug is serializers.empty:
             return slug
-        row = self.model.objects.filter(slug=slug).first()
+        row = catalog_snapshot().row(self.model, slug)
         if row is None:
             raise serializers.ValidationError(f"No {self.model._meta.verbose_name} with slug {slug!r}.")
         return row

@@ -8,7 +8,8 @@ from typing import Any
 from django.db import transaction
 
 from hwcatalog import selectors as catalog
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.cache import catalog_snapshot
+from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
 from planner.engine import (
     Autoregressive,
@@ -24,6 +25,7 @@ from planner.engine import (
     estimate,
     search,
 )
+from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
 from planner.models import Plan
 
@@ -116,6 +118,10 @@ def _auto_tensor_parallel(model: ModelArch, chip: Chip, chip_count: int, pipelin
     return within_node or options[:1] or [1]
 
 
+def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:
+    return (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0)
+
+
 def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     """One configuration -> the estimate as a JSON-safe dict, with $/1M tokens per offering."""
     model: ModelArch = data["model"]
@@ -125,18 +131,17 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     calibration = catalog_specs.calibrations_for([chip.slug])
-    offerings = [data["offering"]] if data.get("offering") else list(catalog.offerings_for_chips(chip_slugs=[chip.slug]))
+    offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
     batch = data.get("batch") or workload.concurrency or 1
 
-    def run(tp: int, offering: Offering | None) -> Estimate:
+    def run(tp: int) -> Evaluation:
         deployment = Deployment(
             chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=data["pipeline_parallel"],
             weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
-        return estimate(
+        return evaluate_deployment(
             model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency")),
-            calibration=calibration, offering=catalog_specs.offering_spec(offering) if offering else None,
-            disaggregated=data["disaggregated"],
+            calibration=calibration, disaggregated=data["disaggregated"],
         )  # fmt: skip
 
     tp_options = (
@@ -145,14 +150,16 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
     # "auto": every TP that divides the heads and fits a node; the chip count is fixed, so the
     # best is the feasible one with the most output tokens/s (ties: the smaller TP).
-    candidates = [run(tp, None) for tp in tp_options]
-    result = max(candidates, key=lambda e: (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0))
-    costs = []
-    for offering in offerings:
-        priced = run(result.tensor_parallel, offering)
-        if priced.cost is not None:
-            costs.append({**json_safe(priced.cost), "provider": offering.provider, "pricing_model": offering.pricing_model,
-                          "as_of": offering.as_of.isoformat(), "source": offering.source})  # fmt: skip
+    evaluations = [run(tp) for tp in tp_options]
+    estimates = [e.estimate() for e in evaluations]
+    best = max(range(len(estimates)), key=lambda k: _tensor_parallel_preference(estimates[k]))
+    result, chosen = estimates[best], evaluations[best]
+    # The evaluation does not depend on the offering: price the chosen one under each, not run it again.
+    costs = [
+        {**json_safe(chosen.cost(catalog_specs.offering_spec(offering))), "provider": offering.provider,
+         "pricing_model": offering.pricing_model, "as_of": offering.as_of.isoformat(), "source": offering.source}
+        for offering in offerings
+    ]  # fmt: skip
     costs.sort(key=lambda c: c["usd_per_million_output_tokens"] if c["usd_per_million_output_tokens"] is not None else math.inf)
     out = json_safe(result)
     out["tensor_parallel_chosen"] = "auto" if data["tensor_parallel"] == "auto" else "given"

@@ -2,8 +2,25 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from accounts.services import api_token_create
+from accounts.throttling import throttle_counters_clear
+from hwcatalog.cache import cache_clear
+
+
+@pytest.fixture(autouse=True)
+def throttle_counters_cleared():
+    """Every test starts with no request counted against a rate limit (the counters live in a
+    cache shared across processes, so they would carry over from test to test)."""
+    throttle_counters_clear()
+
+
+@pytest.fixture(autouse=True)
+def catalog_answers_forgotten():
+    """Every test starts with no cached catalog answer in this process (each test's database
+    starts over, so an answer cached by an earlier test could name rows this one lacks)."""
+    cache_clear()
 
 
 @pytest.fixture
@@ -17,12 +34,24 @@ def alice(db):
     return get_user_model().objects.create_user("alice", password="not-used-1234")
 
 
+def client_with_token(key: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return client
+
+
 @pytest.fixture
 def token_client(alice) -> APIClient:
-    client = APIClient()
-    token = Token.objects.create(user=alice)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
+    """Alice's procurement tool: a write-scoped token."""
+    _, key = api_token_create(alice, "procurement tool", "write")
+    return client_with_token(key)
+
+
+@pytest.fixture
+def read_token_client(alice) -> APIClient:
+    """Alice's dashboard: a read-only token."""
+    _, key = api_token_create(alice, "dashboard", "read")
+    return client_with_token(key)
 
 
 @pytest.fixture

@@ -160,7 +160,26 @@ def _cost(results: Results, i: int, tdp_watts: float | None, offering: OfferingS
     )
 
 
-def estimate(
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluated deployment: candidate `index` of `results`.
+
+    The evaluation does not depend on the offering (a price applies to its chip time and power draw), so
+    one evaluation is priced under any number of offerings without running again."""
+
+    results: Results
+    index: int
+
+    def estimate(self, offering: OfferingSpec | None = None) -> Estimate:
+        return estimate_from_results(self.results, self.index, offering)
+
+    def cost(self, offering: OfferingSpec) -> CostBreakdown:
+        """The same CostBreakdown that estimate(offering=...) carries."""
+        chip = self.results.context.chips[int(self.results.grid.chip_index[self.index])]
+        return _cost(self.results, self.index, chip.tdp_watts, offering)
+
+
+def evaluate_deployment(
     model: ModelSpec,
     deployment: Deployment,
     workload: Workload,
@@ -168,12 +187,9 @@ def estimate(
     batch: int | str | None = None,
     efficiency: Efficiency | None = None,
     calibration: Calibration | None = None,
-    offering: OfferingSpec | None = None,
     disaggregated: bool = False,
-) -> Estimate:
-    """Estimate one deployment. batch: an int, "max" (the largest batch that fits
-    memory and meets the SLOs: the max-throughput point), or None (the
-    workload's concurrency, else 1)."""
+) -> Evaluation:
+    """Evaluate one deployment, unpriced; see estimate() for batch."""
     kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
     kwargs = dict(efficiency=efficiency, calibration=calibration, disaggregated=disaggregated)
 
@@ -194,7 +210,28 @@ def estimate(
         results, i = max_throughput_point(run)
     else:
         results, i = run([int(batch or workload.concurrency or 1)]), 0
-    return estimate_from_results(results, i, offering)
+    return Evaluation(results, i)
+
+
+def estimate(
+    model: ModelSpec,
+    deployment: Deployment,
+    workload: Workload,
+    *,
+    batch: int | str | None = None,
+    efficiency: Efficiency | None = None,
+    calibration: Calibration | None = None,
+    offering: OfferingSpec | None = None,
+    disaggregated: bool = False,
+) -> Estimate:
+    """Estimate one deployment. batch: an int, "max" (the largest batch that fits
+    memory and meets the SLOs: the max-throughput point), or None (the
+    workload's concurrency, else 1). To price several offerings, evaluate_deployment()
+    once and call .cost(offering) for each."""
+    evaluation = evaluate_deployment(
+        model, deployment, workload, batch=batch, efficiency=efficiency, calibration=calibration, disaggregated=disaggregated
+    )
+    return evaluation.estimate(offering)
 
 
 def max_throughput_point(run) -> tuple[Results, int]:

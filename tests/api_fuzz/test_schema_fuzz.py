@@ -19,10 +19,10 @@ from django.db import close_old_connections, transaction
 from django.urls.converters import UUIDConverter
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import content_type_conformance, positive_data_acceptance
 
+from accounts.services import api_token_create
 from config.wsgi import application
 
 SEED = 20_260_101
@@ -135,6 +135,7 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
                 offerings=list(Offering.objects.values_list("slug", flat=True)),
                 plans=[str(plan.id)],
                 validations=[str(run.id)],
+                tokens=["0" * 12],  # no such token; token_header points it at one of alice's
             )
             yield
         finally:
@@ -145,7 +146,18 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
 
 @pytest.fixture
 def token_header(catalog_for_module, alice) -> dict[str, str]:
-    return {"Authorization": f"Token {Token.objects.create(user=alice).key}"}
+    """Alice's write token; the token endpoints' real row is a second token of hers, so that
+    revoking it leaves the fuzz's own token working."""
+    existing["tokens"] = [api_token_create(alice, "fuzz target", "read")[0].prefix]
+    return {"Authorization": f"Token {api_token_create(alice, 'fuzz', 'write')[1]}"}
+
+
+@pytest.fixture(autouse=True)
+def rate_limits_out_of_reach(settings):
+    """~10,000 requests in minutes: the fuzz checks the API, not its rate limits (tests/accounts does).
+    A per-second window keeps each client's request history short."""
+    rates = {scope: "1000000/s" for scope in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]}
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
 
 
 # Django's <uuid:...> converter: a path with any other id never reaches DRF.

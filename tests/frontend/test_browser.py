@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from hwcatalog.services import catalog_load
-from tests.frontend.conftest import CHAT, make_plan
+from tests.frontend.conftest import CHAT, DANA_PASSWORD, make_plan
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -71,11 +72,29 @@ def page(browser, live_server):
     assert not errors, f"JavaScript errors: {errors}"
 
 
+def sign_in(page, username: str, password: str) -> None:
+    """Through the real sign-in page, as a person would."""
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("#login-submit")
+
+
+@pytest.fixture
+def signed_in_page(page):
+    """The browser with Dana signed in (any active account may plan and validate)."""
+    get_user_model().objects.create_user("dana", password=DANA_PASSWORD)
+    page.goto(page.base + "/accounts/login/")
+    sign_in(page, "dana", DANA_PASSWORD)
+    page.wait_for_selector("#sign-out")
+    return page
+
+
 def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def test_plan_form_to_results_with_charts_and_row_selection(page):
+def test_plan_form_to_results_with_charts_and_row_selection(signed_in_page):
+    page = signed_in_page
     page.goto(page.base + "/")
     assert page.evaluate("typeof Chart") == "undefined"  # the form page does not load the chart library
     page.fill("#model-filter", "llama 3.1 70")
@@ -128,7 +147,8 @@ def test_plan_form_to_results_with_charts_and_row_selection(page):
     shot(page, "plan-results-phone")
 
 
-def test_invalid_input_shows_field_errors_in_the_page(page):
+def test_invalid_input_shows_field_errors_in_the_page(signed_in_page):
+    page = signed_in_page
     page.goto(page.base + "/")
     page.fill("#id_prompt_tokens", "200000")
     page.fill("#id_output_tokens", "0")
@@ -153,6 +173,27 @@ def test_invalid_input_shows_field_errors_in_the_page(page):
     assert "exceeds llama-3.1-70b's context" in page.text_content("#err-prompt_tokens")
     assert page.is_checked("input[name=kinds][value=gpu]")  # choices survive the round trip
     shot(page, "plan-form-errors")
+
+
+def test_an_anonymous_visitor_is_sent_to_sign_in_and_back_to_the_form(page):
+    get_user_model().objects.create_user("dana", password=DANA_PASSWORD)
+    page.goto(page.base + "/?model=qwen2.5-7b")
+    assert page.locator("#plan-submit").count() == 0
+    assert "Sign in to run a plan" in page.text_content("#sign-in-to-plan")
+    shot(page, "plan-form-anonymous")
+    page.click("#sign-in-to-plan a")
+    page.wait_for_url(re.compile(r"/accounts/login/\?next=/%3Fmodel%3Dqwen2\.5-7b$"))
+    shot(page, "sign-in")
+    sign_in(page, "dana", "not-her-password")
+    page.wait_for_selector("#login-errors")
+    assert page.input_value("#id_username") == "dana"  # kept; the password is not
+    sign_in(page, "dana", DANA_PASSWORD)
+    page.wait_for_url(re.compile(r"/\?model=qwen2\.5-7b$"))
+    assert page.is_visible("#plan-submit") and page.input_value("#id_model") == "qwen2.5-7b"
+    assert page.text_content("#sign-out button").strip() == "Sign out (dana)"
+    page.click("#sign-out button")
+    page.wait_for_selector("#sign-in")
+    assert page.locator("#plan-submit").count() == 0
 
 
 def test_catalog_compare_and_history_pages(page):
@@ -188,7 +229,8 @@ def test_catalog_compare_and_history_pages(page):
 
 
 @pytest.mark.integration
-def test_validate_a_configuration_and_watch_it_finish(page):
+def test_validate_a_configuration_and_watch_it_finish(signed_in_page):
+    page = signed_in_page
     from tests.worker import running_worker
 
     plan = make_plan({"model": "llama-3.2-1b", "workload": {"prompt_tokens": 200, "output_tokens": 100, "concurrency": 4},

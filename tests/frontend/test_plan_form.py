@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from django.test import Client
 
 from hwcatalog.models import ModelArch
@@ -12,13 +11,8 @@ from tests.frontend.conftest import CHAT_FORM
 HF_CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "hf_configs"
 
 
-@pytest.fixture
-def client() -> Client:
-    return Client()
-
-
-def test_home_shows_the_form_with_models_presets_and_csrf(client, catalog):
-    response = client.get("/")
+def test_home_shows_the_form_with_models_presets_and_csrf(ui_client, catalog):
+    response = ui_client.get("/")
     assert response.status_code == 200
     html = response.content.decode()
     assert 'name="csrfmiddlewaretoken"' in html
@@ -26,27 +20,28 @@ def test_home_shows_the_form_with_models_presets_and_csrf(client, catalog):
     assert '<label for="id_prompt_tokens">' in html
 
 
-def test_home_preselects_a_model_from_the_query(client, catalog):
-    html = client.get("/?model=qwen2.5-7b").content.decode()
+def test_home_preselects_a_model_from_the_query(ui_client, catalog):
+    html = ui_client.get("/?model=qwen2.5-7b").content.decode()
     assert 'value="qwen2.5-7b" data-kind="autoregressive" selected' in html
 
 
-def test_home_with_an_empty_catalog_says_how_to_load_it(client, db):
-    html = client.get("/").content.decode()
+def test_home_with_an_empty_catalog_says_how_to_load_it(ui_client, db):
+    html = ui_client.get("/").content.decode()
     assert "manage.py loadcatalog" in html
 
 
-def test_a_valid_plan_redirects_to_its_stable_url(client, catalog):
-    response = client.post("/", CHAT_FORM)
+def test_a_valid_plan_redirects_to_its_stable_url(ui_client, dana, catalog):
+    response = ui_client.post("/", CHAT_FORM)
     plan = Plan.objects.get()
     assert response.status_code == 302
     assert response["Location"] == f"/plans/{plan.id}/"
     assert plan.inputs["workload"]["concurrency"] == 64
+    assert plan.created_by == dana
 
 
-def test_invalid_input_shows_errors_beside_each_field_and_stores_nothing(client, catalog):
+def test_invalid_input_shows_errors_beside_each_field_and_stores_nothing(ui_client, catalog):
     data = {**CHAT_FORM, "prompt_tokens": "abc", "output_tokens": "0", "max_chips": "99999", "kinds": ["gpu", "quantum"]}
-    response = client.post("/", data)
+    response = ui_client.post("/", data)
     assert response.status_code == 200
     errors = response.context["errors"]
     assert errors["prompt_tokens"] == ["A valid integer is required."]
@@ -58,55 +53,58 @@ def test_invalid_input_shows_errors_beside_each_field_and_stores_nothing(client,
     assert Plan.objects.count() == 0
 
 
-def test_decoding_errors_from_the_nested_serializer_reach_their_fields(client, catalog):
-    response = client.post("/", {**CHAT_FORM, "decoding_method": "speculative", "acceptance_rate": "0.7"})
+def test_decoding_errors_from_the_nested_serializer_reach_their_fields(ui_client, catalog):
+    response = ui_client.post("/", {**CHAT_FORM, "decoding_method": "speculative", "acceptance_rate": "0.7"})
     assert response.context["errors"] == {"draft_model": ["Speculative decoding needs a draft model slug."]}
-    response = client.post("/", {**CHAT_FORM, "model": "llada-8b", "decoding_method": "ar"})
+    response = ui_client.post("/", {**CHAT_FORM, "model": "llada-8b", "decoding_method": "ar"})
     assert "diffusion" in response.context["errors"]["decoding_method"][0]
 
 
-def test_an_unknown_model_is_a_model_error(client, catalog):
-    response = client.post("/", {**CHAT_FORM, "model": "no-such-model"})
+def test_an_unknown_model_is_a_model_error(ui_client, catalog):
+    response = ui_client.post("/", {**CHAT_FORM, "model": "no-such-model"})
     assert response.context["errors"] == {"model": ["No model architecture with slug 'no-such-model'."]}
 
 
-def test_a_prompt_longer_than_the_context_is_reported_on_prompt_tokens(client, catalog):
-    response = client.post("/", {**CHAT_FORM, "prompt_tokens": "200000"})
+def test_a_prompt_longer_than_the_context_is_reported_on_prompt_tokens(ui_client, catalog):
+    response = ui_client.post("/", {**CHAT_FORM, "prompt_tokens": "200000"})
     assert "exceeds llama-3.1-70b's context" in response.context["errors"]["prompt_tokens"][0]
 
 
-def test_a_speculative_plan_with_a_draft_model_is_stored(client, catalog):
-    response = client.post("/", {**CHAT_FORM, "decoding_method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": "4", "acceptance_rate": "0.7"})
+def test_a_speculative_plan_with_a_draft_model_is_stored(ui_client, catalog):
+    response = ui_client.post("/", {**CHAT_FORM, "decoding_method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": "4", "acceptance_rate": "0.7"})
     assert response.status_code == 302
     assert Plan.objects.get().inputs["decodings"][0]["draft_model"] == "llama-3.2-1b"
 
 
-def test_uploading_a_config_imports_the_model_and_plans_for_it(client, catalog):
+def test_uploading_a_config_imports_the_model_and_plans_for_it(staff_ui_client, catalog):
     with (HF_CONFIGS / "mistral-7b-v0.1.json").open("rb") as f:
-        response = client.post("/", {**CHAT_FORM, "model": "", "config_file": f, "import_name": "Team Mistral"})
+        response = staff_ui_client.post("/", {**CHAT_FORM, "model": "", "config_file": f, "import_name": "Team Mistral"})
     assert response.status_code == 302
     assert ModelArch.objects.filter(slug="team-mistral").exists()
     assert Plan.objects.get().model_slug == "team-mistral"
 
 
-def test_a_bad_upload_is_a_config_file_error_and_imports_nothing(client, catalog):
+def test_a_bad_upload_is_a_config_file_error_and_imports_nothing(staff_ui_client, catalog):
     before = ModelArch.objects.count()
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    response = client.post("/", {**CHAT_FORM, "config_file": SimpleUploadedFile("config.json", b'{"model_type": "llama"}')})
+    response = staff_ui_client.post("/", {**CHAT_FORM, "config_file": SimpleUploadedFile("config.json", b'{"model_type": "llama"}')})
     assert response.status_code == 200
     assert response.context["errors"]["config_file"]
     assert ModelArch.objects.count() == before and Plan.objects.count() == 0
 
 
-def test_an_upload_followed_by_an_invalid_plan_keeps_nothing(client, catalog):
+def test_an_upload_followed_by_an_invalid_plan_keeps_nothing(staff_ui_client, catalog):
     before = ModelArch.objects.count()
     with (HF_CONFIGS / "mistral-7b-v0.1.json").open("rb") as f:
-        response = client.post("/", {**CHAT_FORM, "config_file": f, "output_tokens": "-1"})
+        response = staff_ui_client.post("/", {**CHAT_FORM, "config_file": f, "output_tokens": "-1"})
     assert response.status_code == 200 and "output_tokens" in response.context["errors"]
     assert ModelArch.objects.count() == before
 
 
-def test_a_post_without_the_csrf_token_is_refused(catalog):
-    response = Client(enforce_csrf_checks=True).post("/", CHAT_FORM)
-    assert response.status_code == 403
+def test_a_post_without_the_csrf_token_is_refused(dana, catalog):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(dana)
+    response = client.post("/", CHAT_FORM)
+    assert response.status_code == 403 and b"CSRF" in response.content
+    assert Plan.objects.count() == 0

@@ -2,17 +2,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from django.template.loader import render_to_string
-from django.test import Client
 
 from frontend import views
 from jobs.models import ValidationRun
-
-
-@pytest.fixture
-def client() -> Client:
-    return Client()
 
 
 def _run(plan, **fields):
@@ -43,25 +36,26 @@ def test_an_active_run_has_a_progress_bar_that_polls_the_api(chat_plan):
     assert 'value="42"' in html and f'data-api="/api/v1/validations/{run.id}/"' in html and "decoding 42/100" in html
 
 
-def test_validate_needs_a_post(client, chat_plan):
-    assert client.get(f"/plans/{chat_plan.id}/validate/").status_code == 405
+def test_validate_needs_a_post(ui_client, chat_plan):
+    assert ui_client.get(f"/plans/{chat_plan.id}/validate/").status_code == 405
 
 
-def test_validate_button_queues_a_run_and_the_page_shows_its_progress(client, chat_plan):
-    html = client.get(f"/plans/{chat_plan.id}/").content.decode()
+def test_validate_button_queues_a_run_and_the_page_shows_its_progress(ui_client, chat_plan):
+    html = ui_client.get(f"/plans/{chat_plan.id}/").content.decode()
     assert "Validate</button>" in html
-    response = client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "2"})
+    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "2"})
     assert response.status_code == 302 and "?rank=2#validation-" in response["Location"]
     from jobs.selectors import validation_run_list
 
     run = validation_run_list(plan=chat_plan).get()
     assert run.rank == 2 and run.trial == "decode" and run.queue == "cpu"
-    page = client.get(f"/plans/{chat_plan.id}/?rank=2").content.decode()
+    assert run.created_by.username == "dana"
+    page = ui_client.get(f"/plans/{chat_plan.id}/?rank=2").content.decode()
     assert f'id="validation-{run.id}"' in page and "<progress" in page
-    fragment = client.get(f"/plans/{chat_plan.id}/validations/{run.id}/")
+    fragment = ui_client.get(f"/plans/{chat_plan.id}/validations/{run.id}/")
     assert fragment.status_code == 200 and f'id="validation-{run.id}"' in fragment.content.decode()
 
 
-def test_validate_with_a_bad_rank_shows_the_services_message(client, chat_plan):
-    response = client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "9999"}, follow=True)
+def test_validate_with_a_bad_rank_shows_the_services_message(ui_client, chat_plan):
+    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "9999"}, follow=True)
     assert "Could not start a validation of configuration #9999" in response.content.decode()

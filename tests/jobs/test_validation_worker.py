@@ -7,9 +7,9 @@ import time
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import api_token_create
 from hwcatalog.services import catalog_load
 from jobs.models import ValidationRun
 from jobs.services import validation_runs_recover
@@ -24,7 +24,7 @@ def client_and_plan():
     catalog_load()
     user = get_user_model().objects.create_user("carol")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user, 'worker tests', 'write')[1]}")
     plan = client.post("/api/v1/plans/", {
         "model": "llama-3.2-1b", "workload": {"prompt_tokens": 200, "output_tokens": 100, "concurrency": 4},
         "hardware": {"kinds": ["gpu"], "max_chips": 8},

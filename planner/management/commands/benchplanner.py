@@ -7,9 +7,9 @@ import time
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import api_token_create
 from hwcatalog.models import Chip
 from planner.engine.bench import benchmark_search
 
@@ -43,7 +43,7 @@ class Command(BaseCommand):
         with transaction.atomic():  # the benchmark's plans are rolled back
             user = get_user_model().objects.create_user("benchplanner-user")
             client = APIClient()
-            client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user, 'benchplanner', 'write')[1]}")
             client.post("/api/v1/plans/", WHOLE_CATALOG_PLAN, format="json")  # warm-up, discarded
             for _ in range(repeats):
                 started = time.perf_counter()

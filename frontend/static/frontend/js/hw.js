@@ -116,11 +116,13 @@
     // Loading state: a search takes a moment; say so and stop double submits.
     form.addEventListener("submit", function () {
       var button = document.getElementById("plan-submit");
+      if (!button) return;  // an anonymous visitor's form has a sign-in link instead
       button.disabled = true; button.textContent = "Planning…"; form.setAttribute("aria-busy", "true");
     });
     // Back/forward cache: a page restored after a submit must be usable again.
     window.addEventListener("pageshow", function () {
       var button = document.getElementById("plan-submit");
+      if (!button) return;
       button.disabled = false; button.textContent = "Plan"; form.removeAttribute("aria-busy");
     });
     var selected = select && select.selectedOptions[0];

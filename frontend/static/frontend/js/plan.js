@@ -122,7 +122,7 @@
     var tbody = document.querySelector("#ranked-table tbody");
     if (!tbody) return;
     tbody.addEventListener("click", function (e) {
-      if (e.target.closest("form")) return;
+      if (e.target.closest("form, a")) return;  // a row's Validate button or sign-in link
       var tr = e.target.closest("tr[data-rank]");
       if (tr) select(Number(tr.dataset.rank));
     });
