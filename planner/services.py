@@ -267,14 +267,14 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
         "pareto_cost_tpot": [row(i) for i in result.pareto_cost_tpot[:50]],
         "pareto_cost_ttft": [row(i) for i in result.pareto_cost_ttft[:50]],
         "infeasible": [
-            {"reason": g.name, "count": g.count, "example": g.example, "example_configuration": row(g.example_index)}
+            {"reason": g.name, "count": int(g.count), "example": g.example, "example_configuration": row(g.example_index)}
             for g in result.infeasible
         ],
         "over_budget_count": over_budget_count,
-        "search_seconds": result.seconds,
-        "candidates_per_s": result.candidates_per_s,
+        "search_seconds": json_safe(result.seconds),
+        "candidates_per_s": json_safe(result.candidates_per_s),
         "efficiency_sources": sorted({row["efficiency_source"] for row in top}),
-    }
+    }  # every row is JSON-safe already (_row): no second pass over a few hundred of them
     snapshot = {
         "model": catalog_specs.snapshot([model]),
         "draft_models": catalog_specs.snapshot([d["draft_model"] for d in data["decodings"] if d.get("draft_model")]),
@@ -286,7 +286,7 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
         inputs=raw_inputs,
         catalog_snapshot=snapshot,
         calibration_used={f"{k[0]}/{k[1]}": v.source for k, v in calibration.items()},
-        results=json_safe(results),
+        results=results,
         candidate_count=result.candidates,
         feasible_count=len(ranked),
         best_usd_per_million_output_tokens=top[0]["usd_per_million_output_tokens"] if top else None,

@@ -24,6 +24,17 @@ def catalog_answers_forgotten():
 
 
 @pytest.fixture
+def throttle_rates(settings):
+    """throttle_rates(anon="3/min", ...) sets rates for this test (the throttles read them per request)."""
+
+    def set_rates(**scopes: str) -> None:
+        current = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+        settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**current, **scopes}}
+
+    return set_rates
+
+
+@pytest.fixture
 def anonymous_client() -> APIClient:
     return APIClient()
 

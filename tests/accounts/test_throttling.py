@@ -26,23 +26,12 @@ SMALL_PLAN = {
 }
 
 
-@pytest.fixture
-def rates(settings):
-    """Sets some of the rates for this test (the throttles read them per request)."""
-
-    def set_rates(**scopes: str) -> None:
-        current = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-        settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**current, **scopes}}
-
-    return set_rates
-
-
 def _statuses(client, n: int, path: str = "/api/v1/chips/", **extra) -> list[int]:
     return [client.get(path, **extra).status_code for _ in range(n)]
 
 
-def test_the_request_over_the_anonymous_rate_is_a_429_with_retry_after_and_a_message(db, anonymous_client, rates):
-    rates(anon="3/min")
+def test_the_request_over_the_anonymous_rate_is_a_429_with_retry_after_and_a_message(db, anonymous_client, throttle_rates):
+    throttle_rates(anon="3/min")
     assert _statuses(anonymous_client, 3) == [200, 200, 200]
     response = anonymous_client.get("/api/v1/chips/")
     assert response.status_code == 429
@@ -52,40 +41,40 @@ def test_the_request_over_the_anonymous_rate_is_a_429_with_retry_after_and_a_mes
     assert "3/min per IP address" in detail and f"Try again in {response['Retry-After']} second" in detail
 
 
-def test_another_address_has_its_own_anonymous_budget(db, anonymous_client, rates):
-    rates(anon="1/min")
+def test_another_address_has_its_own_anonymous_budget(db, anonymous_client, throttle_rates):
+    throttle_rates(anon="1/min")
     assert _statuses(anonymous_client, 2) == [200, 429]
     assert _statuses(anonymous_client, 1, REMOTE_ADDR="198.51.100.7") == [200]
 
 
-def test_a_forged_x_forwarded_for_does_not_escape_the_anonymous_rate(db, anonymous_client, rates):
-    rates(anon="1/min")
+def test_a_forged_x_forwarded_for_does_not_escape_the_anonymous_rate(db, anonymous_client, throttle_rates):
+    throttle_rates(anon="1/min")
     assert anonymous_client.get("/api/v1/chips/").status_code == 200
     assert anonymous_client.get("/api/v1/chips/", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 429
 
 
-def test_a_tokens_rate_does_not_count_anonymous_requests_from_the_same_address(db, anonymous_client, token_client, rates):
-    rates(anon="2/min", token="4/min")
+def test_a_tokens_rate_does_not_count_anonymous_requests_from_the_same_address(db, anonymous_client, token_client, throttle_rates):
+    throttle_rates(anon="2/min", token="4/min")
     assert _statuses(anonymous_client, 3) == [200, 200, 429]
     assert _statuses(token_client, 5) == [200, 200, 200, 200, 429]
     assert "per API token" in token_client.get("/api/v1/chips/").json()["detail"]
 
 
-def test_two_tokens_of_one_user_have_a_budget_each(alice, token_client, rates):
-    rates(token="2/min")
+def test_two_tokens_of_one_user_have_a_budget_each(alice, token_client, throttle_rates):
+    throttle_rates(token="2/min")
     assert _statuses(token_client, 3) == [200, 200, 429]
     laptop = client_with_token(api_token_create(alice, "laptop", "read")[1])
     assert _statuses(laptop, 3) == [200, 200, 429]
 
 
-def test_a_session_counts_per_user(staff_client, session_client, rates):
-    rates(token="2/min")
+def test_a_session_counts_per_user(staff_client, session_client, throttle_rates):
+    throttle_rates(token="2/min")
     assert _statuses(staff_client, 3) == [200, 200, 429]
     assert _statuses(session_client, 1) == [200]
 
 
-def test_plan_searches_have_a_tighter_rate_than_the_rest(catalog, token_client, rates):
-    rates(token="100/min", plans="2/min")
+def test_plan_searches_have_a_tighter_rate_than_the_rest(catalog, token_client, throttle_rates):
+    throttle_rates(token="100/min", plans="2/min")
     assert [token_client.post("/api/v1/plans/", SMALL_PLAN, format="json").status_code for _ in range(2)] == [201, 201]
     refused = token_client.post("/api/v1/plans/", SMALL_PLAN, format="json")
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
@@ -94,17 +83,17 @@ def test_plan_searches_have_a_tighter_rate_than_the_rest(catalog, token_client, 
     assert token_client.post("/api/v1/estimates/", {}, format="json").status_code == 400
 
 
-def test_a_rate_lowered_below_a_clients_history_still_says_when_to_retry(db, anonymous_client, rates):
-    rates(anon="10/min")
+def test_a_rate_lowered_below_a_clients_history_still_says_when_to_retry(db, anonymous_client, throttle_rates):
+    throttle_rates(anon="10/min")
     assert _statuses(anonymous_client, 5) == [200] * 5
-    rates(anon="2/min")
+    throttle_rates(anon="2/min")
     response = anonymous_client.get("/api/v1/chips/")
     assert response.status_code == 429 and int(response["Retry-After"]) > 0
 
 
-def test_counters_are_shared_with_other_processes(db, anonymous_client, rates):
+def test_counters_are_shared_with_other_processes(db, anonymous_client, throttle_rates):
     """Two gunicorn workers share one budget: another process spends it, this one is refused."""
-    rates(anon="2/min")
+    throttle_rates(anon="2/min")
     script = (
         "import django; django.setup(); from django.test import Client; c = Client(); "
         "print([c.get('/api/v1/chips/').status_code for _ in range(2)])"
@@ -116,8 +105,8 @@ def test_counters_are_shared_with_other_processes(db, anonymous_client, rates):
     assert anonymous_client.get("/api/v1/chips/").status_code == 429
 
 
-def test_requests_go_through_when_the_throttle_cache_is_down(db, anonymous_client, rates, settings):
-    rates(anon="1/min")
+def test_requests_go_through_when_the_throttle_cache_is_down(db, anonymous_client, throttle_rates, settings):
+    throttle_rates(anon="1/min")
     settings.CACHES = {
         **settings.CACHES,
         THROTTLE_CACHE: {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0",

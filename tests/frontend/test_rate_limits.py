@@ -9,41 +9,32 @@ from planner.models import Plan
 from tests.frontend.conftest import CHAT_FORM, DANA_PASSWORD
 
 
-@pytest.fixture
-def rates(settings):
-    def set_rates(**scopes: str) -> None:
-        current = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-        settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**current, **scopes}}
-
-    return set_rates
-
-
 def _assert_429(response) -> None:
     assert response.status_code == 429
     assert 0 < int(response["Retry-After"]) <= 60
     assert "Too many requests" in response.content.decode()
 
 
-def test_a_user_over_the_form_rate_gets_a_429_and_no_plan_is_stored(ui_client, catalog, rates):
-    rates(**{"ui-writes": "2/min"})
+def test_a_user_over_the_form_rate_gets_a_429_and_no_plan_is_stored(ui_client, catalog, throttle_rates):
+    throttle_rates(**{"ui-writes": "2/min"})
     assert [ui_client.post("/", CHAT_FORM).status_code for _ in range(2)] == [302, 302]
     _assert_429(ui_client.post("/", CHAT_FORM))
     assert Plan.objects.count() == 2
     assert ui_client.get("/").status_code == 200  # reading the form is not limited
 
 
-def test_the_validate_form_shares_the_users_form_budget(ui_client, chat_plan, rates):
-    rates(**{"ui-writes": "1/min"})
+def test_the_validate_form_shares_the_users_form_budget(ui_client, chat_plan, throttle_rates):
+    throttle_rates(**{"ui-writes": "1/min"})
     assert ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode"}).status_code == 302
     _assert_429(ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode"}))
     assert ValidationRun.objects.count() == 1
 
 
 @pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
-def test_password_guesses_are_limited_per_address_on_both_sign_in_pages(anonymous_ui_client, dana, rates, path):
+def test_password_guesses_are_limited_per_address_on_both_sign_in_pages(anonymous_ui_client, dana, throttle_rates, path):
     dana.is_staff = True  # so the admin's page lets her in too
     dana.save()
-    rates(**{"sign-in": "3/min"})
+    throttle_rates(**{"sign-in": "3/min"})
     for _ in range(3):
         assert anonymous_ui_client.post(path, {"username": "dana", "password": "wrong"}).status_code == 200  # the form again
     # Over the limit even the right password is not checked: a guesser learns nothing more.

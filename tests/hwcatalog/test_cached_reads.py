@@ -51,9 +51,8 @@ def test_refused_and_failed_requests_are_not_cached(catalog, anonymous_client):
     assert not _entries
 
 
-def test_the_cache_is_bounded(catalog, anonymous_client, settings):
-    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**rates, "anon": "100000/min"}}
+def test_the_cache_is_bounded(catalog, anonymous_client, throttle_rates):
+    throttle_rates(anon="100000/min")
     for page_size in range(1, MAX_ENTRIES + 30):
         anonymous_client.get(f"/api/v1/models/?page_size={min(page_size, 500)}&n={page_size}")
     assert len(_entries) == MAX_ENTRIES
