@@ -7,6 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+KEY_PREFIX = "hwp"  # a key reads hwp_<prefix>_<secret>
+
 
 class ApiToken(models.Model):
     class Scope(models.TextChoices):
@@ -30,7 +32,7 @@ class ApiToken(models.Model):
         constraints = [models.CheckConstraint(condition=models.Q(scope__in=["read", "write"]), name="accounts_apitoken_scope_valid")]
 
     def __str__(self) -> str:
-        return f"hwp_{self.prefix} ({self.name}, {self.scope})"
+        return f"{KEY_PREFIX}_{self.prefix} ({self.name}, {self.scope})"
 
     def is_expired(self, now: datetime | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())

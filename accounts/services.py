@@ -18,9 +18,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.models import ApiToken
+from accounts.models import KEY_PREFIX, ApiToken
 
-KEY_PREFIX = "hwp"
 _KEY = re.compile(rf"{KEY_PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{43}})")
 MALFORMED = f"Malformed API token: expected {KEY_PREFIX}_<prefix>_<secret> as printed by manage.py createtoken."
 # last_used_at is for people ("is this token still in use?"), so a write per minute is enough.
@@ -89,9 +88,9 @@ def api_token_authenticate(*, key: str) -> ApiToken:
         raise InvalidApiToken("Invalid API token.")
     now = timezone.now()
     if token.revoked_at is not None:
-        raise InvalidApiToken(f"This API token (hwp_{prefix}) was revoked on {token.revoked_at:%Y-%m-%d %H:%M} UTC.")
+        raise InvalidApiToken(f"This API token ({KEY_PREFIX}_{prefix}) was revoked on {token.revoked_at:%Y-%m-%d %H:%M} UTC.")
     if token.is_expired(now):
-        raise InvalidApiToken(f"This API token (hwp_{prefix}) expired on {token.expires_at:%Y-%m-%d %H:%M} UTC.")
+        raise InvalidApiToken(f"This API token ({KEY_PREFIX}_{prefix}) expired on {token.expires_at:%Y-%m-%d %H:%M} UTC.")
     if not token.user.is_active:
         raise InvalidApiToken("User inactive or deleted.")
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:

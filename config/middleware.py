@@ -3,6 +3,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
@@ -52,8 +53,6 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        from django.db import InterfaceError, OperationalError
-
         if not isinstance(exception, (OperationalError, InterfaceError)):
             return None
         logger.error("database unavailable during %s %s: %s", request.method, request.path, exception)

@@ -242,16 +242,16 @@ SPECTACULAR_SETTINGS = {
 # "throttle" holds the API rate-limit counters, which every web process (gunicorn workers, other
 # machines) must share: Redis when there is one, else files under var/ (embedded mode, no server).
 # On Redis its keys carry a prefix of their own: the database may be Celery's too.
-_THROTTLE_REDIS_URL = env_str("REDIS_URL")
+REDIS_URL = env_str("REDIS_URL")  # also Celery's broker (below)
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "throttle": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": _THROTTLE_REDIS_URL,
+        "LOCATION": REDIS_URL,
         "KEY_PREFIX": "hwplanner-throttle",
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
     }
-    if _THROTTLE_REDIS_URL
+    if REDIS_URL
     else {
         "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
         "LOCATION": VAR_DIR / "throttle-cache",
@@ -261,7 +261,6 @@ CACHES = {
 }
 
 # --- Celery ---------------------------------------------------------------------------
-REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL

@@ -1,8 +1,8 @@
 """A per-process cache of the catalog API's JSON answers (GET list and detail of chips, models and
 offerings), keyed by the catalog's version token, the path with its query and the renderer.
 
-A catalog read renders hundreds of field values per page from rows that change rarely; this
-serves the same bytes again for about a fifth of the CPU (docs/benchmarks.md, load test). Every
+A catalog read renders hundreds of field values per page from rows that change rarely; serving
+the same bytes again took a read from 4.9 to 2.0 ms of CPU in the load test (docs/benchmarks.md). Every
 write to a catalog row changes CatalogVersion's token in its own transaction (the signals below),
 and each request reads the token first (one indexed query), so a process never answers from an
 older catalog than the one it would read. Authentication, permissions and throttles still run:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from contextlib import contextmanager
 
 import pytest
@@ -86,4 +85,3 @@ def private_redis():
         yield server
     finally:
         server.stop()
-        time.sleep(0.1)

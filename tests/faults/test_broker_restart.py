@@ -49,16 +49,17 @@ def test_validations_queued_when_redis_restarts_all_run_once_after_it_comes_back
             assert redis_server.queue_length("cpu") == 0  # the restart lost the two queued messages
 
             _sweep_every_two_seconds()
-            with running_worker(extra_env=env, beat=True, log_path=redis_server.log_path.with_suffix(".worker.log")) as _:
+            worker_log = redis_server.log_path.with_suffix(".worker.log")
+            with running_worker(extra_env=env, beat=True, log_path=worker_log):
                 runs = wait_for(lambda: _finished(ids), timeout_s=240, interval_s=0.5)
-                assert runs is not None, redis_server.log_path.with_suffix(".worker.log").read_text()[-4000:]
+                assert runs is not None, worker_log.read_text()[-4000:]
 
                 # Restarted again under a running worker: it reconnects and takes new work.
                 redis_server.stop()
                 redis_server.start()
                 after = api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=30).json()["id"]
                 again = wait_for(lambda: _finished([after]), timeout_s=240, interval_s=0.5)
-                assert again is not None, redis_server.log_path.with_suffix(".worker.log").read_text()[-4000:]
+                assert again is not None, worker_log.read_text()[-4000:]
 
     everything = list(ValidationRun.objects.filter(pk__in=[*ids, after]))
     assert len(everything) == 4
