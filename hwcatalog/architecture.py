@@ -1,14 +1,17 @@
 """Shape arithmetic of transformer architectures: parameter counts and KV-cache size.
 
-Pure Python (no Django): the ModelArch model calls it for its derived values, the HF
-importer calls it to count the parameters of an uploaded config, and the planner's
-catalog adapter passes its results into the engine's ModelSpec.
+The one description of a model's shape (ArchShape) and the one table of bytes per
+element, at the ground floor of the project. Pure Python (no Django): the ModelArch
+model calls it for its derived values, the HF importer to count the parameters of an
+uploaded config, the planner's engine holds an ArchShape in every ModelSpec, and the
+trials are built from a dict of the same fields (jobs/runner.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Bytes per element. int4/fp4 pack two elements per byte.
+# Bytes per element. int4/fp4 pack two elements per byte. The engine's dtype codes
+# (planner/engine/units.py) index this same table.
 DTYPE_BYTES: dict[str, float] = {
     "fp32": 4.0,
     "bf16": 2.0,
@@ -27,7 +30,7 @@ def bytes_per_element(dtype: str) -> float:
         raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPE_BYTES)}") from None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ArchShape:
     num_layers: int
     hidden_size: int
@@ -91,6 +94,13 @@ def params_per_expert(shape: ArchShape) -> int:
     return ffn_params(shape.hidden_size, shape.moe_intermediate_size or shape.intermediate_size, shape.ffn_kind)
 
 
+def experts_touched(num_experts, experts_per_token, tokens):
+    """Distinct experts one MoE layer reads for `tokens` routed tokens under uniform routing:
+    E*(1 - (1 - k/E)^tokens) (each expert is missed by a token w.p. 1 - k/E). Floats or NumPy
+    arrays alike (the engine passes arrays, the trials floats)."""
+    return num_experts * (1.0 - (1.0 - experts_per_token / num_experts) ** tokens)
+
+
 def _moe_layers(shape: ArchShape) -> int:
     if not shape.is_moe:
         return 0
@@ -107,7 +117,8 @@ def lm_head_params(shape: ArchShape) -> int:
     return shape.vocab_size * shape.hidden_size
 
 
-def _stored_embedding_params(shape: ArchShape) -> int:
+def stored_embedding_params(shape: ArchShape) -> int:
+    """The embedding table and the output head as stored: one matrix when tied."""
     return embedding_params(shape) * (1 if shape.tie_word_embeddings else 2)
 
 
@@ -126,12 +137,12 @@ def _layer_params(shape: ArchShape, experts_counted: int) -> int:
 
 def parameter_count(shape: ArchShape) -> int:
     """Total parameters from the shapes (norms and biases left out: < 0.1% here)."""
-    return _layer_params(shape, shape.num_experts or 0) + _stored_embedding_params(shape)
+    return _layer_params(shape, shape.num_experts or 0) + stored_embedding_params(shape)
 
 
 def active_parameter_count(shape: ArchShape) -> int:
     """Parameters a token passes through: MoE layers count only the routed top-k experts."""
-    return _layer_params(shape, shape.experts_per_token or 0) + _stored_embedding_params(shape)
+    return _layer_params(shape, shape.experts_per_token or 0) + stored_embedding_params(shape)
 
 
 def kv_cache_elements_per_token(shape: ArchShape) -> int:

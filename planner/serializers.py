@@ -7,11 +7,13 @@ from rest_framework import serializers
 from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
+from planner.engine import method_names
+from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
 
 MAX_TOKENS = 10_000_000
 MAX_CHIPS = 4096
-DECODING_METHODS = ("ar", "speculative", "diffusion", "block_diffusion")
+DECODING_METHODS = method_names()  # the engine's registry (planner/engine/decoding/)
 PRICING_MODELS = [c for c, _ in Offering.PricingModel.choices]
 
 
@@ -68,6 +70,8 @@ class DecodingSerializer(serializers.Serializer):
     acceptance_rate = serializers.FloatField(min_value=0.0, max_value=0.999, required=False)
     mean_accepted_tokens = serializers.FloatField(min_value=1.0, max_value=33.0, required=False)
     draft_weight_dtype = serializers.ChoiceField(choices=DTYPES, required=False)
+    # draft heads (also draft_tokens, acceptance_rate / mean_accepted_tokens)
+    head_kind = serializers.ChoiceField(choices=HEAD_KINDS, required=False)
     # diffusion
     steps = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
     window_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS, required=False)
@@ -87,6 +91,13 @@ class DecodingSerializer(serializers.Serializer):
             if ("acceptance_rate" in attrs) == ("mean_accepted_tokens" in attrs):
                 raise serializers.ValidationError({"acceptance_rate": "Give exactly one of acceptance_rate and mean_accepted_tokens."})
             attrs.setdefault("draft_tokens", 4)
+            if attrs.get("mean_accepted_tokens", 1.0) > attrs["draft_tokens"] + 1:
+                raise serializers.ValidationError({"mean_accepted_tokens": "Cannot exceed draft_tokens + 1."})
+        if method == "draft_heads":
+            if "acceptance_rate" in attrs and "mean_accepted_tokens" in attrs:
+                raise serializers.ValidationError({"acceptance_rate": "Give at most one of acceptance_rate and mean_accepted_tokens."})
+            attrs.setdefault("draft_tokens", 1)
+            attrs.setdefault("head_kind", "mtp")
             if attrs.get("mean_accepted_tokens", 1.0) > attrs["draft_tokens"] + 1:
                 raise serializers.ValidationError({"mean_accepted_tokens": "Cannot exceed draft_tokens + 1."})
         if method == "block_diffusion" and "steps_per_block" in attrs and "tokens_per_forward" in attrs:
@@ -125,7 +136,7 @@ def _check_context(model: ModelArch, workload: dict) -> None:
 def _check_decoding(model: ModelArch, decoding: dict, field: str = "decoding") -> None:
     method = decoding["method"]
     kind = model.generation_kind
-    allowed = {"autoregressive": ("ar", "speculative"), "diffusion": ("diffusion",), "block_diffusion": ("block_diffusion",)}[kind]
+    allowed = {"autoregressive": ("ar", "speculative", "draft_heads"), "diffusion": ("diffusion",), "block_diffusion": ("block_diffusion",)}[kind]
     if method not in allowed:
         article = "an" if kind[0] in "aeiou" else "a"
         raise serializers.ValidationError({field: {"method": f"{model.slug} is {article} {kind} model; use {' or '.join(allowed)}."}})

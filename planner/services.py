@@ -12,19 +12,17 @@ from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
 from planner.engine import (
-    Autoregressive,
-    BlockDiffusion,
     Decoding,
     Deployment,
-    Diffusion,
     Efficiency,
     Estimate,
     SearchOptions,
-    Speculative,
     Workload,
     estimate,
     search,
+    tensor_parallel_options,
 )
+from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
 from planner.models import Plan
@@ -63,36 +61,12 @@ def json_safe(value: Any) -> Any:
 
 
 def decoding_spec(options: dict[str, Any], *, model: ModelArch, output_tokens: int) -> Decoding:
-    method = options.get("method", "ar")
-    if method == "speculative":
-        return Speculative(
-            draft=catalog_specs.model_spec(options["draft_model"]),
-            draft_tokens=options.get("draft_tokens", 4),
-            acceptance_rate=options.get("acceptance_rate"),
-            mean_accepted_tokens=options.get("mean_accepted_tokens"),
-            draft_weight_dtype=options.get("draft_weight_dtype"),
-        )
-    if method == "diffusion":
-        # Default: LLaDA's schedule of one token per step over the whole answer.
-        return Diffusion(
-            steps=options.get("steps") or output_tokens,
-            window_tokens=options.get("window_tokens"),
-            adaptive_window=options.get("adaptive_window", False),
-        )
-    if method == "block_diffusion":
-        block = options.get("block_size") or model.default_block_size or 32
-        steps = options.get("steps_per_block")
-        per_forward = options.get("tokens_per_forward")
-        if steps is None and per_forward is None:
-            steps = block  # the conservative fixed schedule: one token per step
-        return BlockDiffusion(
-            block_size=block,
-            steps_per_block=steps,
-            tokens_per_forward=per_forward,
-            expected_answer_tokens=options.get("expected_answer_tokens"),
-            focus_fraction=options.get("focus_fraction", 1.0),
-        )
-    return Autoregressive()
+    """The engine's decoding method for validated API options (the registry in planner/engine/decoding/)."""
+    params = {k: v for k, v in options.items() if k != "method"}
+    resolvers = Resolvers(
+        model=catalog_specs.model_spec(model), output_tokens=output_tokens, resolve_model=catalog_specs.model_spec,
+    )  # fmt: skip
+    return decoding_from_params(options.get("method", "ar"), params, resolvers)
 
 
 def _workload(data: dict[str, Any]) -> Workload:
@@ -108,14 +82,6 @@ def _workload(data: dict[str, Any]) -> Workload:
 
 def _efficiency(data: dict[str, Any] | None) -> Efficiency | None:
     return Efficiency(**data, source="override") if data else None
-
-
-def _auto_tensor_parallel(model: ModelArch, chip: Chip, chip_count: int, pipeline_parallel: int) -> list[int]:
-    """TP options to try, smallest first: divide the heads and the chip count, fit in a node."""
-    node = chip.chips_per_node or 1
-    options = [tp for tp in (1, 2, 4, 8, 16, 32, 64) if model.num_attention_heads % tp == 0 and chip_count % (tp * pipeline_parallel) == 0]
-    within_node = [tp for tp in options if tp <= max(node, 1)]
-    return within_node or options[:1] or [1]
 
 
 def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:
@@ -146,7 +112,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
 
     tp_options = (
         [data["tensor_parallel"]] if data["tensor_parallel"] != "auto"
-        else _auto_tensor_parallel(model, chip, data["chip_count"], data["pipeline_parallel"])
+        else tensor_parallel_options(model_spec, chip_spec, data["chip_count"], data["pipeline_parallel"])
     )  # fmt: skip
     # "auto": every TP that divides the heads and fits a node; the chip count is fixed, so the
     # best is the feasible one with the most output tokens/s (ties: the smaller TP).

@@ -1,6 +1,6 @@
 """Parameter, byte and FLOP counts of the model that model.py BUILDS (so a trial's MBU/MFU refer to what ran).
 
-Formulas: PLANNER_MATH.md "FLOPs and bytes per step" (LLM-Viewer model_analyzer.py, llm-analysis analysis.py).
+Formulas: docs/planner_math.md#forward-cost (LLM-Viewer model_analyzer.py, llm-analysis analysis.py).
 A matmul of an [n, a] activation with an [a, b] weight costs 2·n·a·b FLOPs; attention of one query against C keys
 costs 2·C·(d_qk + d_v) per head. Elementwise ops, norms and softmax are left out (under 1% at these sizes).
 """

@@ -1,6 +1,6 @@
 """Accuracy against measured runs: parse the measurements CSV, predict each row,
 and summarise the absolute percentage errors (MdAPE, MAPE) overall, by chip kind
-and by metric. The CSV format is /work/shared/reference/README.md's; the Django
+and by metric. The CSV format is tests/fixtures/measured_dev.csv's (docs/accuracy.md); the Django
 side looks the specs up in the catalog and calls these pure functions.
 """
 
@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency
 from .estimate import Estimate, estimate
-from .specs import Autoregressive, BlockDiffusion, ChipSpec, Decoding, Deployment, Diffusion, ModelSpec, Speculative, Workload
+from .decoding import Decoding, Resolvers
+from .decoding import decoding_from_params as _method_from_params
+from .deployment import Deployment
+from .parallel import largest_tensor_parallel
+from .specs import ChipSpec, ModelSpec, Workload
 
 METRICS = ("decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s", "tpot_s", "speedup_vs_ar")
 
@@ -63,7 +67,7 @@ def predict_metric(metric: str, estimate_: Estimate) -> float:
     raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MeasuredRow:
     id: str
     model: str
@@ -105,27 +109,8 @@ def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:
-    """A Decoding from the CSV's decoding + decoding_params columns."""
-    if kind == "ar":
-        return Autoregressive()
-    if kind == "speculative":
-        if draft is None:
-            raise ValueError("speculative decoding needs the draft ModelSpec (decoding_params.draft_model)")
-        return Speculative(
-            draft=draft, draft_tokens=int(params.get("draft_tokens", 4)), acceptance_rate=params.get("acceptance_rate"),
-            mean_accepted_tokens=params.get("mean_accepted_tokens"), draft_weight_dtype=params.get("draft_weight_dtype"),
-        )  # fmt: skip
-    if kind == "diffusion":
-        adaptive = bool(params.get("adaptive_window", False))
-        return Diffusion(steps=int(params["steps"]), window_tokens=params.get("window_tokens"), adaptive_window=adaptive)
-    if kind == "block_diffusion":
-        steps = params.get("steps_per_block")
-        return BlockDiffusion(
-            block_size=int(params.get("block_size", 32)), steps_per_block=int(steps) if steps is not None else None,
-            tokens_per_forward=None if steps is not None else float(params.get("tokens_per_forward", 1.0)),
-            expected_answer_tokens=params.get("expected_answer_tokens"), focus_fraction=float(params.get("focus_fraction", 1.0)),
-        )  # fmt: skip
-    raise ValueError(f"unknown decoding {kind!r}")
+    """A Decoding from the CSV's decoding + decoding_params columns (decoding/registry.py)."""
+    return _method_from_params(kind, params, Resolvers(resolve_model=(lambda _slug: draft) if draft is not None else None))
 
 
 def choose_layout(row: MeasuredRow, model: ModelSpec, chip: ChipSpec) -> tuple[int, int]:
@@ -137,9 +122,7 @@ def choose_layout(row: MeasuredRow, model: ModelSpec, chip: ChipSpec) -> tuple[i
         return row.tensor_parallel, 1
     if "llama.cpp" in row.engine.lower():
         return 1, count
-    tp = 1
-    while tp * 2 <= min(count, chip.node_size) and model.num_attention_heads % (tp * 2) == 0 and count % (tp * 2) == 0:
-        tp *= 2
+    tp = largest_tensor_parallel(model, chip, count)
     return tp, count // tp
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 
 from .search import SearchOptions, search
-from .specs import Autoregressive, BlockDiffusion, ChipSpec, ModelSpec, OfferingSpec, Speculative, Workload
+from hwcatalog.architecture import ArchShape
+
+from .decoding import Autoregressive, BlockDiffusion, Speculative
+from .specs import ChipSpec, ModelSpec, OfferingSpec, Workload
 
 _KINDS = ("gpu", "gpu", "gpu", "tpu", "cpu", "other")
 
@@ -40,12 +43,9 @@ def synthetic_chips(count: int = 25) -> tuple[ChipSpec, ...]:
 
 
 def _model(slug: str, params: float, layers: int, d: int, heads: int, kv_heads: int) -> ModelSpec:
-    vocab_params = 128256 * d
-    return ModelSpec(
-        slug=slug, total_params=params, active_params=params, embedding_params=vocab_params, lm_head_params=vocab_params,
-        num_layers=layers, hidden_size=d, num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=d // heads,
-        kv_cache_elements_per_token=2 * layers * kv_heads * (d // heads), max_context_tokens=131072,
-    )  # fmt: skip
+    shape = ArchShape(num_layers=layers, hidden_size=d, num_attention_heads=heads, num_kv_heads=kv_heads, head_dim=d // heads,
+                      intermediate_size=4 * d, vocab_size=128256)  # fmt: skip
+    return ModelSpec(slug=slug, shape=shape, total_params=params, active_params=params, max_context_tokens=131072)
 
 
 def benchmark_search(chip_count: int = 25, repeats: int = 5) -> dict:

@@ -18,7 +18,7 @@ from .efficiency import Efficiency
 MIN_FRACTION = 0.01
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Observation:
     """One measured trial, with the work the engine predicts for it (per chip)."""
 
@@ -32,7 +32,7 @@ class Observation:
     bandwidth_bytes_per_s: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Fit:
     efficiency: Efficiency
     residual_rms_s: float

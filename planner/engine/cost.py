@@ -7,7 +7,7 @@ linear model of our own: a busy accelerator never drops to its true idle draw
 saturated. TDP itself is an upper bound, reported alongside.
 
 $ per 1M output tokens = chips * $/chip-h / (output tokens/s * 3600) * 1e6
-(PLANNER_MATH.md). Owned hardware: purchase / (years * 8766 h) + power (kW) *
+(docs/planner_math.md#cost-power-and-energy). Owned hardware: purchase / (years * 8766 h) + power (kW) *
 PUE * $/kWh per chip-hour.
 """
 
@@ -46,7 +46,7 @@ def offering_usd_per_chip_hour(offering: OfferingSpec, tdp_watts: float | None, 
     return fixed + power * power_fraction_value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OfferingTable:
     """[n_chips, max offerings] arrays; +inf marks an empty slot."""
 
@@ -70,7 +70,7 @@ def offering_table(
     for i, (chip, row) in enumerate(zip(chips, chosen)):
         for j, offering in enumerate(row):
             fixed[i, j], power[i, j] = offering_fixed_and_power_usd_per_hour(offering, chip.tdp_watts)
-    return OfferingTable(fixed, power, tuple(tuple(o.slug for o in row) for row in chosen))
+    return OfferingTable(fixed_usd_per_hour=fixed, power_usd_per_hour=power, slugs=tuple(tuple(o.slug for o in row) for row in chosen))
 
 
 def cheapest_offering(table: OfferingTable, chip_index: np.ndarray, fraction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

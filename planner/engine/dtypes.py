@@ -36,7 +36,7 @@ _WEIGHT_ONLY = ("int8", "int4")
 NO_MATH_PATH = -1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ComputeChoice:
     compute_dtype: str | None  # None: the chip has no usable floating-point path
     warning: str | None
@@ -49,13 +49,13 @@ def choose_compute_dtype(chip: ChipSpec, weight_dtype: str) -> ComputeChoice:
         if chip.has_math(dtype):
             expected = "bf16" if weight_dtype in _WEIGHT_ONLY else weight_dtype
             if dtype == expected or (weight_dtype in _WEIGHT_ONLY and dtype == "fp16"):
-                return ComputeChoice(dtype, None)
+                return ComputeChoice(compute_dtype=dtype, warning=None)
             return ComputeChoice(
-                dtype,
-                f"{chip.slug} has no {expected} math path; {weight_dtype} weights are computed in "
+                compute_dtype=dtype,
+                warning=f"{chip.slug} has no {expected} math path; {weight_dtype} weights are computed in "
                 f"{dtype} (dequantised), so compute-bound phases run at the {dtype} peak",
             )
-    return ComputeChoice(None, f"{chip.slug} lists no floating-point peak usable for {weight_dtype} weights")
+    return ComputeChoice(compute_dtype=None, warning=f"{chip.slug} lists no floating-point peak usable for {weight_dtype} weights")
 
 
 def default_kv_dtype(weight_dtype: str, chip: ChipSpec) -> str:
@@ -72,7 +72,7 @@ def default_kv_dtype(weight_dtype: str, chip: ChipSpec) -> str:
     return "bf16" if chip.has_math("bf16") or not chip.has_math("fp16") else "fp16"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ComputeTable:
     """compute dtype code and warning text for every (chip index, weight dtype code)."""
 
@@ -94,4 +94,4 @@ def compute_table(chips: Sequence[ChipSpec]) -> ComputeTable:
                 peaks[i, j] = chip.peak_flops_per_s[choice.compute_dtype]
             row.append(choice.warning)
         warnings.append(tuple(row))
-    return ComputeTable(codes, peaks, tuple(warnings))
+    return ComputeTable(compute_code=codes, peak_flops_per_s=peaks, warnings=tuple(warnings))

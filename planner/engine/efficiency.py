@@ -20,7 +20,7 @@ from .units import DTYPES
 SOURCES = ("spec defaults", "override")  # calibrations name themselves, e.g. "calibration v3 (12 runs)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Efficiency:
     compute_fraction: float  # eta_c: achieved / dense peak FLOP/s
     bandwidth_fraction: float  # eta_m: achieved / peak memory bandwidth
@@ -47,44 +47,8 @@ class Efficiency:
 # (the planner app) stores and supplies it; the engine only reads it.
 Calibration = Mapping[tuple[str, str], Efficiency]
 
-# NVIDIA GPUs.
-# - compute 0.7: llm-analysis's examples use flops_efficiency = 0.7, about what
-#   large bf16 GEMMs reach on A100/H100 under cuBLAS.
-# - bandwidth 0.75: gpt-fast Llama-2-7B bf16 batch 1 on A100-80GB reaches
-#   104.9 tok/s x 13.5 GB = 1.41 TB/s = 69% of 2.04 TB/s (README @32971d3);
-#   Llama-3.1-8B 93.9 tok/s x 16.1 GB = 74%. llm-analysis's examples use 0.9,
-#   which is the ceiling of a streaming copy, not of a decode step.
-# - overhead 0.3 ms: CUDA-graph decode steps still pay for sampling, the
-#   scheduler and kernel tails (the gap between gpt-fast's 69% and a pure
-#   copy's ~90%). An assumption of the right order, to be calibrated.
-# - link 0.8: nccl-tests all-reduce bus bandwidth on NVLink reaches roughly
-#   80% of the per-direction link rate at large messages.
-# - collective overhead 15 us: gpt-fast's TP rows (Llama-2-7B bf16, A100, TP
-#   2/4/8) leave ~20 us per all-reduce once weights are streamed, of which the
-#   5 us alpha of GenZ is the link; the rest is launch and synchronisation.
-_NVIDIA_GPU = Efficiency(0.7, 0.75, 3e-4, 0.8, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
-# AMD GPUs: no public measurement in our reference set; assume a less mature
-# kernel stack than CUDA (lower compute fraction). Calibrate before trusting.
-_AMD_GPU = Efficiency(0.5, 0.7, 4e-4, 0.7, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
-# Other GPUs: the NVIDIA numbers are the best-documented stand-in.
-_GPU = _NVIDIA_GPU
-# TPUs: XLA-compiled static graphs keep launch overhead small; bandwidth as on
-# GPUs. Assumption pending calibration (JetStream publishes no MBU figure).
-_TPU = Efficiency(0.6, 0.75, 2e-4, 0.8, collective_overhead_s=5e-6, prefill_layer_overhead_s=30e-6)
-# CPUs (one socket is one chip): llama.cpp and IPEX decode reach roughly half
-# to two-thirds of theoretical DDR bandwidth; AMX/AVX-512 GEMMs fall well short
-# of the peak instruction rate. Assumption pending calibration.
-_CPU = Efficiency(0.4, 0.6, 1e-3, 0.6, collective_overhead_s=20e-6)
-# LPU (Groq): statically scheduled by the compiler, so the per-step overhead is
-# small and deterministic; SRAM streaming is not the limit, links are.
-_LPU = Efficiency(0.5, 0.5, 5e-5, 0.8)
-# Everything else (Apple unified memory, Gaudi, Inferentia): llama.cpp Metal
-# Llama-3.1-8B f16 on M2 Ultra runs 36.3 tok/s x 16.1 GB = 0.58 TB/s = 73% of
-# 800 GB/s (measured_dev.csv, lcpp-m2u-l3-8b-f16).
-_OTHER = Efficiency(0.5, 0.7, 5e-4, 0.7, collective_overhead_s=15e-6, prefill_layer_overhead_s=150e-6)
-
-_BY_KIND: dict[str, Efficiency] = {"gpu": _GPU, "tpu": _TPU, "cpu": _CPU, "lpu": _LPU, "other": _OTHER}
-_BY_KIND_VENDOR: dict[tuple[str, str], Efficiency] = {("gpu", "nvidia"): _NVIDIA_GPU, ("gpu", "amd"): _AMD_GPU}
+# The defaults per chip kind (and vendor where public numbers differ) live with each
+# kind's policy, each with its evidence: chips/gpu.py, tpu.py, cpu.py, lpu.py, other.py.
 
 
 # Weight-only quantised decode streams fewer bytes but dequantises them on the
@@ -100,15 +64,16 @@ _WEIGHT_ONLY_BANDWIDTH_SCALE = {"int8": 0.75, "int4": 0.6}
 # (scaling and casting kernels around each GEMM, less mature kernels): TensorRT-LLM
 # v0.5 FP8 prefill of Llama-2-7B at 2,048 tokens on H100 runs at ~47% of the FP8
 # peak against ~72% of the FP16 peak for the same prefill on A100
-# (shared/reference/measured_dev.csv, trt-*-ttft-in2048). One factor per dtype.
+# (tests/fixtures/measured_dev.csv, trt-*-ttft-in2048). One factor per dtype.
 _FP8_COMPUTE_SCALE = 0.7
 
 
 def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency:
-    """Spec default for a chip: by (kind, vendor) where known, else by kind;
-    weight-only int8/int4 reach a smaller share of bandwidth; FP8 math a smaller
-    share of its peak."""
-    base = _BY_KIND_VENDOR.get((chip.kind, chip.vendor.strip().lower()), _BY_KIND[chip.kind])
+    """Spec default for a chip: its kind's policy, by vendor where known; weight-only
+    int8/int4 reach a smaller share of bandwidth; FP8 math a smaller share of its peak."""
+    from .chips import policy_for  # the policies import Efficiency from here
+
+    base = policy_for(chip).default_efficiency(chip)
     scale = _WEIGHT_ONLY_BANDWIDTH_SCALE.get(weight_dtype)
     if scale:
         base = replace(base, bandwidth_fraction=base.bandwidth_fraction * scale)
@@ -134,7 +99,7 @@ def resolve_efficiency(
     return default_efficiency(chip, weight_dtype)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EfficiencyTable:
     """Factors for every (chip index, weight dtype code), for array lookups."""
 

@@ -14,11 +14,12 @@ from .evaluate import evaluate
 from .forward import BOUND_NAMES
 from .grid import CandidateGrid
 from .results import PhaseArrays, Results
-from .specs import Deployment, ModelSpec, OfferingSpec, Workload
+from .deployment import Deployment
+from .specs import ModelSpec, OfferingSpec, Workload
 from .units import DTYPE_CODE, DTYPES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PhaseBreakdown:
     flops_per_chip: float
     bytes_per_chip: float
@@ -37,7 +38,7 @@ class PhaseBreakdown:
         return cls(**values, bound=BOUND_NAMES[int(phase.bound[i])])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryBreakdown:
     weights_bytes_per_chip: float
     kv_bytes_per_chip: float
@@ -47,7 +48,7 @@ class MemoryBreakdown:
     max_concurrency: int  # all replicas
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CostBreakdown:
     offering_slug: str
     usd_per_chip_hour: float
@@ -55,7 +56,7 @@ class CostBreakdown:
     usd_per_million_input_tokens: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Estimate:
     model_slug: str
     chip_slug: str
@@ -160,7 +161,7 @@ def _cost(results: Results, i: int, tdp_watts: float | None, offering: OfferingS
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Evaluation:
     """One evaluated deployment: candidate `index` of `results`.
 
@@ -210,7 +211,7 @@ def evaluate_deployment(
         results, i = max_throughput_point(run)
     else:
         results, i = run([int(batch or workload.concurrency or 1)]), 0
-    return Evaluation(results, i)
+    return Evaluation(results=results, index=i)
 
 
 def estimate(

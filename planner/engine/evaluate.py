@@ -11,17 +11,18 @@ import numpy as np
 
 from . import reasons
 from .cost import energy_per_token_j, power_fraction
-from .decoding import DecodeOutcome, autoregressive, evaluate_decoding
-from .dtypes import ComputeTable, compute_table
+from .chips import lpu, policy_for
+from .decoding import Autoregressive, DecodeInputs, DecodeOutcome, Decoding
+from .dtypes import compute_table
 from .efficiency import Calibration, Efficiency, efficiency_table
 from .forward import PhaseCost, forward_cost
 from .grid import CandidateGrid
-from .hardware import LPU, TPU, CandidateHardware, candidate_hardware, chip_table
+from .hardware import CandidateHardware, candidate_hardware, chip_table
 from .memory import memory_fit
 from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
 from .serving import serving_metrics
-from .specs import Autoregressive, ChipSpec, Decoding, ModelSpec, Speculative, Workload
-from .units import DTYPE_BYTES, DTYPE_BYTES_ARRAY, DTYPE_CODE, TPU_MIN_PREFILL_BUCKET_TOKENS, next_power_of_two
+from .specs import ChipSpec, ModelSpec
+from .units import DTYPE_BYTES
 
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
 
@@ -49,8 +50,9 @@ def evaluate(
     chips, decodings = tuple(chips), tuple(decodings)
     compute = compute_table(chips)
     context = EvaluationContext(
-        model, chips, workload, decodings, compute, efficiency_table(chips, calibration=calibration, override=efficiency), disaggregated
-    )
+        model=model, chips=chips, workload=workload, decodings=decodings, compute=compute,
+        efficiency=efficiency_table(chips, calibration=calibration, override=efficiency), disaggregated=disaggregated,
+    )  # fmt: skip
     if len(grid) <= CHUNK_CANDIDATES:
         return _evaluate_chunk(context, grid)
     chunks = [
@@ -91,7 +93,7 @@ def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
     return results_from_arrays(context, grid, prefill, decode, arrays)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Shared:
     """Arrays every decoding method needs and none changes."""
 
@@ -103,29 +105,23 @@ class _Shared:
     ar_tpot_s: np.ndarray
 
     def take(self, index) -> _Shared:
-        ar = self.ar
-        ar_part = replace(
-            ar, step=ar.step.take(index), token_time_s=ar.token_time_s[index], first_token_extra_s=ar.first_token_extra_s[index],
-            achieved_flops_per_s_per_chip=ar.achieved_flops_per_s_per_chip[index],
-            achieved_bytes_per_s_per_chip=ar.achieved_bytes_per_s_per_chip[index],
-        )  # fmt: skip
         return _Shared(
-            self.tokens[index], self.prefill.take(index), self.prefill_one_s[index], self.prefill_batched_s[index], ar_part,
-            self.ar_tpot_s[index],
+            tokens=self.tokens[index], prefill=self.prefill.take(index), prefill_one_s=self.prefill_one_s[index],
+            prefill_batched_s=self.prefill_batched_s[index], ar=self.ar.take(index), ar_tpot_s=self.ar_tpot_s[index],
         )  # fmt: skip
 
 
 def _shared(ctx: EvaluationContext, grid: CandidateGrid, hw: CandidateHardware) -> _Shared:
     model, workload = ctx.model, ctx.workload
-    tokens = prompt_bucket_tokens(hw.kind_code, workload.prompt_tokens)
+    tokens = prompt_tokens_computed(ctx.chips, grid.chip_index, workload.prompt_tokens)
     has_prompt = tokens > 0
     one = _prefill(model, hw, tokens, np.ones(len(grid)))
     batched = _prefill(model, hw, tokens, hw.batch_per_replica)
     prefill_one_s = np.where(has_prompt, one.time_s, 0.0)
     prefill_batched_s = np.where(has_prompt, batched.time_s / hw.batch_per_replica, 0.0)
-    ar = autoregressive(model, hw, workload)
+    ar = Autoregressive().decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
     ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s)
-    return _Shared(tokens, one, prefill_one_s, prefill_batched_s, ar, ar_serve.tpot_s)
+    return _Shared(tokens=tokens, prefill=one, prefill_one_s=prefill_one_s, prefill_batched_s=prefill_batched_s, ar=ar, ar_tpot_s=ar_serve.tpot_s)
 
 
 def _decoding_blocks(decoding_index: np.ndarray, count: int) -> list[slice | np.ndarray]:
@@ -155,55 +151,43 @@ def _assemble(parts: list[tuple[slice | np.ndarray, dict[str, np.ndarray]]], n: 
     return out
 
 
-def prompt_bucket_tokens(kind_code: np.ndarray, prompt_tokens: int) -> np.ndarray:
-    """TPU serving stacks pad prompts up to power-of-two buckets (JetStream/MaxText
-    prefill buckets); every other chip runs the prompt as is."""
+def prompt_tokens_computed(chips: Sequence[ChipSpec], chip_index: np.ndarray, prompt_tokens: int) -> np.ndarray:
+    """Tokens each candidate's prefill computes: the prompt, padded where the chip kind's
+    policy pads it (TPU buckets)."""
     if prompt_tokens <= 0:
-        return np.zeros(np.shape(kind_code))
-    bucket = max(float(next_power_of_two(prompt_tokens)), TPU_MIN_PREFILL_BUCKET_TOKENS)
-    return np.where(kind_code == TPU, bucket, float(prompt_tokens))
+        return np.zeros(np.shape(chip_index))
+    per_chip = np.array([policy_for(chip).prefill_tokens(prompt_tokens) for chip in chips], dtype=float)
+    return per_chip[chip_index]
 
 
 def _prefill(model: ModelSpec, hw: CandidateHardware, tokens: np.ndarray, sequences: np.ndarray):
-    """Causal prefill: P^2/2 (query, key) pairs, i.e. 2*L*H*d_h*P^2 FLOPs, half of
-    LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask."""
+    """Causal prefill: P^2/2 (query, key) pairs for full attention, i.e. 2*L*H*d_h*P^2 FLOPs,
+    half of LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask (docs/planner_math.md#prefill)."""
+    attention = model.attention
     return forward_cost(
-        model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=tokens * tokens / 2.0, kv_read_tokens=0.0,
-        kv_write_tokens=tokens, attention_flops_per_pair=model.prefill_attention_flops_per_pair,
+        model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=attention.causal_pairs(tokens), kv_read_tokens=0.0,
+        kv_write_tokens=attention.kv_held_tokens(tokens), attention_flops_per_pair=attention.prefill_flops_per_pair,
         extra_overhead_s=hw.prefill_layer_overhead_s * model.num_layers,
     )  # fmt: skip
-
-
-def _draft_arrays(decoding: Decoding, grid: CandidateGrid, hw: CandidateHardware, compute: ComputeTable):
-    if not isinstance(decoding, Speculative) or decoding.draft_weight_dtype is None:
-        return hw.peak_flops_per_s, hw.weight_bytes_per_param, np.zeros(len(grid), dtype=bool)
-    code = DTYPE_CODE[decoding.draft_weight_dtype]
-    peak = compute.peak_flops_per_s[grid.chip_index, code]
-    return peak, np.full(len(grid), DTYPE_BYTES_ARRAY[code]), compute.compute_code[grid.chip_index, code] < 0
 
 
 def _evaluate_one_decoding(
     ctx: EvaluationContext, decoding: Decoding, grid: CandidateGrid, hw: CandidateHardware, shared: _Shared
 ) -> dict[str, np.ndarray]:
     model, workload = ctx.model, ctx.workload
-    draft_peak, draft_beta, draft_no_math = _draft_arrays(decoding, grid, hw, ctx.compute)
-    if isinstance(decoding, Autoregressive):
+    if decoding.is_reference:  # autoregressive: already evaluated for every candidate
         outcome = shared.ar
     else:
-        outcome = evaluate_decoding(
-            decoding, model, hw, workload, draft_peak_flops_per_s=draft_peak, draft_weight_bytes_per_param=draft_beta
-        )
+        outcome = decoding.decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
     serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s)
-    draft = decoding.draft if isinstance(decoding, Speculative) else None
-    mem = memory_fit(
-        model, hw, footprint=outcome.footprint, prompt_tokens=shared.tokens, draft=draft, draft_weight_bytes_per_param=draft_beta
-    )
+    mem = memory_fit(model, hw, footprint=outcome.footprint, prompt_tokens=shared.tokens, resident=outcome.resident)
+    no_math = outcome.no_math_path if outcome.no_math_path is not None else np.zeros(len(grid), dtype=bool)
     mfu = outcome.achieved_flops_per_s_per_chip / np.maximum(hw.peak_flops_per_s, 1e-30)
     mbu = outcome.achieved_bytes_per_s_per_chip / hw.bandwidth_bytes_per_s
     watts = hw.tdp_watts * power_fraction(mfu, mbu)
     total_chips = grid.chip_count + serve.prefill_chips
     out = {
-        "reason": _reasons(ctx, grid, hw, mem, serve, draft_no_math),
+        "reason": _reasons(ctx, grid, hw, mem, serve, no_math),
         "ttft_s": serve.ttft_s,
         "tpot_s": serve.tpot_s,
         "tokens_per_s_per_user": serve.tokens_per_s_per_user,
@@ -252,20 +236,20 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
     )
 
 
-def _reasons(ctx, grid, hw, mem, serve, draft_no_math) -> np.ndarray:
+def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     """First failing check per candidate, in the order of reasons.py."""
     model, workload = ctx.model, ctx.workload
     tp, pp = grid.tensor_parallel, grid.pipeline_parallel
     per_replica = tp * pp
-    min_lpu_chips = np.ceil(model.total_params * hw.weight_bytes_per_param / hw.usable_memory_bytes)
+    min_chips_for_weights = np.ceil(model.total_params * hw.weight_bytes_per_param / hw.usable_memory_bytes)
     context_tokens = workload.context_tokens
     inf = np.inf
     checks = [
         (reasons.TP_NOT_DIVIDING_HEADS, model.num_attention_heads % np.maximum(tp, 1) != 0),
         (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
-         | ((tp > hw.node_size) & (hw.kind_code != LPU)) | (pp > model.num_layers)),  # fmt: skip
-        (reasons.NO_MATH_PATH, (hw.compute_code < 0) | draft_no_math),
-        (reasons.LPU_TOO_FEW_CHIPS, (hw.kind_code == LPU) & (per_replica < min_lpu_chips)),
+         | ((tp > hw.node_size) & ~hw.tp_spans_nodes) | (pp > model.num_layers)),  # fmt: skip
+        (reasons.NO_MATH_PATH, (hw.compute_code < 0) | no_math),
+        (reasons.LPU_TOO_FEW_CHIPS, hw.weights_on_chip_only & (per_replica < min_chips_for_weights)),
         (reasons.WEIGHTS_DONT_FIT, ~mem.weights_fit),
         (reasons.CONTEXT_TOO_LONG, np.full(len(grid), context_tokens > model.max_context_tokens)),
         (reasons.KV_DOESNT_FIT, hw.batch_per_replica > mem.max_concurrency_per_replica),
@@ -285,6 +269,5 @@ def weights_total_bytes(model: ModelSpec, weight_dtype: str) -> float:
 
 
 def lpu_min_chips(model: ModelSpec, chip: ChipSpec, weight_dtype: str) -> int:
-    """Chips an LPU deployment needs just to hold the weights in SRAM."""
-    sram = chip.on_chip_sram_bytes or chip.memory_capacity_bytes
-    return math.ceil(weights_total_bytes(model, weight_dtype) / sram)
+    """Chips an LPU deployment needs just to hold the weights in SRAM (chips/lpu.py)."""
+    return lpu.min_chips(model, chip, weight_dtype)

@@ -2,8 +2,8 @@
 candidates. Every phase (prefill, decode, verification, a diffusion step) is a
 forward with a different number of query tokens and attention pairs.
 
-Per step and per chip (PLANNER_MATH.md, after LLM-Viewer `model_analyzer.py` and
-llm-analysis `analysis.py`):
+Per step and per chip (docs/planner_math.md#forward-cost, after LLM-Viewer
+`model_analyzer.py` and llm-analysis `analysis.py`):
     FLOPs = [b*q*2*N_matmul + b*pairs*attention_flops_per_pair] / (tp*pp)
     bytes = weights touched / (tp*pp) + b*(kv read + kv written)*kv_bytes*share / pp
             + activations b*q*d*beta*L*passes / pp
@@ -17,6 +17,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from hwcatalog.architecture import experts_touched
+
 from .hardware import CandidateHardware
 from .parallel import pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
@@ -24,12 +26,6 @@ from .units import ACTIVATION_PASSES_PER_LAYER
 
 COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
 BOUND_NAMES = ("compute", "memory", "interconnect")
-
-
-def experts_touched(num_experts: float, experts_per_token: float, tokens: np.ndarray) -> np.ndarray:
-    """Distinct experts a layer reads for `tokens` tokens under uniform routing:
-    E*(1 - (1 - k/E)^tokens) (each expert is missed by a token w.p. 1 - k/E)."""
-    return num_experts * (1.0 - np.power(1.0 - experts_per_token / num_experts, tokens))
 
 
 def params_read(model: ModelSpec, tokens: np.ndarray) -> np.ndarray:
@@ -45,16 +41,7 @@ def params_read(model: ModelSpec, tokens: np.ndarray) -> np.ndarray:
     return dense + model.moe_layer_count * model.params_per_expert * touched
 
 
-def kv_share_per_chip(model: ModelSpec, tensor_parallel: np.ndarray) -> np.ndarray:
-    """Share of a token's KV bytes one TP rank holds: max(H_kv/tp, 1)/H_kv
-    (KV heads are replicated once tp > H_kv; llm-analysis). MLA's latent cache
-    is not split by heads, so every rank holds all of it."""
-    if model.attention_kind == "mla":
-        return np.ones(np.shape(tensor_parallel))
-    return np.maximum(model.num_kv_heads / tensor_parallel, 1.0) / model.num_kv_heads
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PhaseCost:
     """One forward (or one pipeline cycle) per candidate; all arrays of length n."""
 
@@ -105,13 +92,13 @@ def forward_cost(
     tp, pp = hw.tensor_parallel, hw.pipeline_parallel
     beta_w = hw.weight_bytes_per_param if weight_bytes_per_param is None else weight_bytes_per_param
     peak = hw.peak_flops_per_s if peak_flops_per_s is None else peak_flops_per_s
-    per_pair = model.attention_flops_per_position if attention_flops_per_pair is None else attention_flops_per_pair
+    per_pair = model.attention.decode_flops_per_position if attention_flops_per_pair is None else attention_flops_per_pair
     micro = pipeline_micro_batches(sequences, pp)
     seqs = sequences / micro  # sequences per micro-batch
     tokens = seqs * new_tokens
     flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp)
     weights = params_read(model, tokens) * beta_w / (tp * pp)
-    kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, tp)
+    kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     message = tokens * model.hidden_size * hw.activation_bytes
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp

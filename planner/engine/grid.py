@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .chips import policy_for
 from .dtypes import default_kv_dtype
+from .layouts import DEFAULT_CHIP_COUNTS, DEFAULT_TENSOR_PARALLEL, chip_layouts
 from .specs import ChipSpec, ModelSpec
-from .units import DTYPE_BYTES, DTYPE_CODE, DTYPES
+from .units import DTYPE_CODE, DTYPES
 
-DEFAULT_CHIP_COUNTS = (1, 2, 4, 8, 16, 32, 64)
-DEFAULT_TENSOR_PARALLEL = (1, 2, 4, 8)
 DEFAULT_BATCHES = tuple(2**i for i in range(11))  # 1 .. 1024
-# LPU deployments are sized from the SRAM minimum upwards by these factors.
-LPU_COUNT_FACTORS = (1.0, 1.25, 1.5, 2.0)
-LPU_TENSOR_PARALLEL = (8, 16, 32, 64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CandidateGrid:
     """Every array has the same length n; codes index DTYPES and the chips tuple."""
 
@@ -72,52 +68,6 @@ class CandidateGrid:
         )
 
 
-def chip_layouts(
-    chip: ChipSpec,
-    *,
-    max_chip_count: int = 64,
-    tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
-) -> list[tuple[int, int, int]]:
-    """(chip_count, tp, pp) triples: TP within a node, PP across nodes when TP
-    fills the node, the rest data-parallel replicas."""
-    node = chip.node_size
-    counts = {c for c in DEFAULT_CHIP_COUNTS if c <= max_chip_count}
-    counts |= {k * node for k in range(1, max_chip_count // node + 1)}
-    layouts = []
-    for count in sorted(counts):
-        for tp in tensor_parallel_options:
-            if tp > min(node, count) or count % tp:
-                continue
-            layouts.append((count, tp, 1))
-            if tp != min(node, count):
-                continue  # pipeline stages only once TP fills a node
-            pp = 2
-            while tp * pp <= count:
-                if count % (tp * pp) == 0:
-                    layouts.append((count, tp, pp))
-                pp *= 2
-    return layouts
-
-
-def lpu_layouts(chip: ChipSpec, model: ModelSpec, weight_dtypes: Sequence[str]) -> list[tuple[int, int, int]]:
-    """LPUs hold weights in SRAM only: start at the minimum chip count (rounded
-    up to whole nodes) and spread the model over every chip. Their chip-to-chip
-    network spans racks, so TP may exceed a node; PP stays within the layers."""
-    sram = chip.on_chip_sram_bytes or chip.memory_capacity_bytes
-    node = chip.node_size
-    counts = set()
-    for dtype in weight_dtypes:
-        minimum = math.ceil(model.total_params * DTYPE_BYTES[dtype] / sram)
-        for factor in LPU_COUNT_FACTORS:
-            counts.add(math.ceil(minimum * factor / node) * node)
-    layouts = []
-    for count in sorted(counts):
-        for tp in LPU_TENSOR_PARALLEL:
-            if count % tp == 0 and count // tp <= model.num_layers:
-                layouts.append((count, tp, count // tp))
-    return layouts
-
-
 def cartesian_grid(
     model: ModelSpec,
     chips: Sequence[ChipSpec],
@@ -137,10 +87,9 @@ def cartesian_grid(
     w_codes = np.array([DTYPE_CODE[d] for d in weight_dtypes])
     parts = []
     for chip_index, chip in enumerate(chips):
-        if chip.kind == "lpu":
-            layouts = lpu_layouts(chip, model, weight_dtypes)
-        else:
-            layouts = chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options)
+        layouts = policy_for(chip).layouts(
+            chip, model, weight_dtypes, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options
+        )
         if kv_dtypes is None:
             pairs = np.array([(w, DTYPE_CODE[default_kv_dtype(DTYPES[w], chip)]) for w in w_codes])
         else:
@@ -154,6 +103,6 @@ def cartesian_grid(
     base = [np.concatenate(col) for col in zip(*parts)] if parts else [np.zeros(0, dtype=np.int64)] * 7
     # Decoding settings outermost: each one is a contiguous block, which lets
     # evaluate() work on slices (views) instead of copies.
-    columns = [np.tile(col, decoding_count) for col in base]
-    columns.append(np.repeat(np.arange(decoding_count), len(base[0])))
-    return CandidateGrid(*columns)
+    names = ("chip_index", "chip_count", "tensor_parallel", "pipeline_parallel", "weight_dtype", "kv_dtype", "batch")
+    columns = {name: np.tile(col, decoding_count) for name, col in zip(names, base)}
+    return CandidateGrid(**columns, decoding_index=np.repeat(np.arange(decoding_count), len(base[0])))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from .chips import policy_for
 from .dtypes import ComputeTable
 from .efficiency import EfficiencyTable
 from .grid import CandidateGrid
@@ -19,20 +20,20 @@ from .units import (
     DTYPE_CODE,
     INTER_NODE_BYTES_PER_S,
     PCIE_GEN4_X16_BYTES_PER_S,
-    USABLE_MEMORY_FRACTION,
 )
 
-LPU = CHIP_KIND_CODE["lpu"]
-TPU = CHIP_KIND_CODE["tpu"]
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChipTable:
-    """One entry per chip in the catalog tuple (a loop over chips is fine)."""
+    """One entry per chip in the catalog tuple (a loop over chips is fine); the kind's
+    rules come from its policy (chips/)."""
 
     kind_code: np.ndarray
     memory_bytes: np.ndarray  # where weights and KV live (SRAM for an LPU)
     usable_fraction: np.ndarray
+    tp_spans_nodes: np.ndarray  # bool: tensor parallelism may exceed a node
+    stages_cross_network: np.ndarray  # bool: pipeline stages beyond a node use the NICs
+    weights_on_chip_only: np.ndarray  # bool: the chips must hold every weight
     bandwidth_bytes_per_s: np.ndarray
     link_bytes_per_s: np.ndarray
     link_latency_s: np.ndarray
@@ -44,12 +45,16 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
     def column(fn) -> np.ndarray:
         return np.array([fn(c) for c in chips], dtype=float)
 
-    is_lpu = [c.kind == "lpu" for c in chips]
+    def flag(name: str) -> np.ndarray:
+        return np.array([getattr(policy_for(c), name) for c in chips], dtype=bool)
+
     return ChipTable(
         kind_code=np.array([CHIP_KIND_CODE[c.kind] for c in chips], dtype=np.int64),
-        memory_bytes=column(lambda c: (c.on_chip_sram_bytes or c.memory_capacity_bytes) if c.kind == "lpu" else c.memory_capacity_bytes),
-        # The LPU compiler places every tensor statically: no allocator reserve.
-        usable_fraction=np.where(is_lpu, 1.0, USABLE_MEMORY_FRACTION),
+        memory_bytes=column(lambda c: policy_for(c).weight_home_bytes(c)),
+        usable_fraction=column(lambda c: policy_for(c).usable_memory_fraction),
+        tp_spans_nodes=flag("tensor_parallel_spans_nodes"),
+        stages_cross_network=flag("stages_cross_network"),
+        weights_on_chip_only=flag("weights_on_chip_only"),
         bandwidth_bytes_per_s=column(lambda c: c.memory_bandwidth_bytes_per_s),
         link_bytes_per_s=column(lambda c: c.link_bandwidth_bytes_per_s or PCIE_GEN4_X16_BYTES_PER_S),
         link_latency_s=column(lambda c: c.link_latency_s if c.link_latency_s is not None else DEFAULT_LINK_LATENCY_S),
@@ -58,11 +63,13 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CandidateHardware:
     """Everything the cost functions need per candidate, as arrays of length n."""
 
     kind_code: np.ndarray
+    tp_spans_nodes: np.ndarray
+    weights_on_chip_only: np.ndarray
     tensor_parallel: np.ndarray
     pipeline_parallel: np.ndarray
     replicas: np.ndarray
@@ -103,10 +110,12 @@ def candidate_hardware(
     link = table.link_bytes_per_s[c] * efficiency.link_bandwidth_fraction[c, w]
     # Stages beyond one node talk over the inter-node network (one NIC per
     # chip); LPUs are wired chip to chip across racks, so they keep their link.
-    crosses_nodes = (per_replica > table.node_size[c]) & (kind != LPU)
+    crosses_nodes = (per_replica > table.node_size[c]) & table.stages_cross_network[c]
     compute_code = compute.compute_code[c, w]
     return CandidateHardware(
         kind_code=kind,
+        tp_spans_nodes=table.tp_spans_nodes[c],
+        weights_on_chip_only=table.weights_on_chip_only[c],
         tensor_parallel=tp,
         pipeline_parallel=pp,
         replicas=replicas,

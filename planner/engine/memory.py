@@ -8,17 +8,21 @@ blocks, so at most one block is partly filled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .forward import kv_share_per_chip
 from .hardware import CandidateHardware
 from .specs import ModelSpec
-from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, KV_BLOCK_TOKENS, LOGIT_BYTES, PREFILL_CHUNK_TOKENS
+from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, LOGIT_BYTES, PREFILL_CHUNK_TOKENS, paged_tokens  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:
+    from .decoding.base import ResidentModel
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryArrays:
     weights_bytes_per_chip: np.ndarray
     kv_bytes_per_sequence_per_chip: np.ndarray  # incl. the draft's cache and logits row
@@ -29,7 +33,7 @@ class MemoryArrays:
     weights_fit: np.ndarray  # bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SequenceFootprint:
     """What one sequence keeps resident, decided by the decoding method."""
 
@@ -38,27 +42,23 @@ class SequenceFootprint:
     logit_rows: float  # positions whose logits are materialised at once
 
 
-def paged_tokens(tokens: float) -> float:
-    """Tokens' worth of KV blocks a sequence holds: ceil(tokens/16)*16."""
-    return float(np.ceil(tokens / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS)
-
-
 def memory_fit(
     model: ModelSpec,
     hw: CandidateHardware,
     *,
     footprint: SequenceFootprint,
     prompt_tokens: np.ndarray | float,
-    draft: ModelSpec | None = None,
-    draft_weight_bytes_per_param: np.ndarray | None = None,
+    resident: Sequence[ResidentModel] = (),
 ) -> MemoryArrays:
+    """`resident`: models the decoding method holds beside the target (a draft model, draft
+    heads), sharded like it, each with its own cache unless it keeps none."""
     shards = hw.tensor_parallel * hw.pipeline_parallel
     weights = model.total_params * hw.weight_bytes_per_param / shards
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
-    if draft is not None:
-        # The draft is sharded like the target and keeps its own cache (Leviathan et al.).
-        weights = weights + draft.total_params * draft_weight_bytes_per_param / shards
-        per_seq_kv = per_seq_kv + _kv_bytes_per_sequence(draft, hw, footprint.cached_tokens)
+    for extra in resident:
+        weights = weights + extra.params * extra.weight_bytes_per_param / shards
+        if extra.keeps_cache:
+            per_seq_kv = per_seq_kv + _kv_bytes_per_sequence(extra.model, hw, footprint.cached_tokens)
     width = model.hidden_size * hw.activation_bytes
     per_seq_extra = (
         footprint.workspace_tokens * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN + footprint.logit_rows * model.vocab_size * LOGIT_BYTES
@@ -81,6 +81,9 @@ def memory_fit(
 
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:
-    per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw.tensor_parallel)
+    attention = model.attention
+    per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * attention.kv_share_per_chip(hw.tensor_parallel)
+    # Paged blocks of the tokens held: capped by a window, one unpaged state for SSM layers.
+    held = attention.resident_tokens(cached_tokens)
     # Each pipeline stage holds the cache of its own layers only.
-    return paged_tokens(cached_tokens) * per_token / hw.pipeline_parallel if cached_tokens > 0 else 0.0 * per_token
+    return held * per_token / hw.pipeline_parallel if cached_tokens > 0 else 0.0 * per_token

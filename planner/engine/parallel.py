@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .specs import ChipSpec, ModelSpec
+
+TENSOR_PARALLEL_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def tensor_parallel_options(model: ModelSpec, chip: ChipSpec, chip_count: int, pipeline_parallel: int = 1) -> list[int]:
+    """TP degrees worth trying for a fixed chip count, smallest first: each divides the
+    attention heads (Megatron splits heads over ranks) and the chip count into replicas of
+    tp x pp, and fits in a node; when none fits a node, the smallest that divides."""
+    options = [
+        tp for tp in TENSOR_PARALLEL_CHOICES
+        if model.num_attention_heads % tp == 0 and chip_count % (tp * pipeline_parallel) == 0
+    ]  # fmt: skip
+    within_node = [tp for tp in options if tp <= chip.node_size]
+    return within_node or options[:1] or [1]
+
+
+def largest_tensor_parallel(model: ModelSpec, chip: ChipSpec, chip_count: int) -> int:
+    """The widest TP of tensor_parallel_options (pipeline stages take the rest)."""
+    return tensor_parallel_options(model, chip, chip_count)[-1]
 
 
 def ring_allreduce_s(

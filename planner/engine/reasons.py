@@ -44,7 +44,7 @@ def _gb(value: float) -> str:
     return f"{value / 1e9:.3g} GB" if value >= 1e8 else f"{value / 1e6:.3g} MB"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReasonFacts:
     """The numbers a message needs, read from one candidate's results."""
 

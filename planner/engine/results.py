@@ -10,16 +10,17 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from . import reasons
-from .decoding import speculative_acceptance
+from .chips import policy_for
+from .decoding import Decoding
 from .dtypes import ComputeTable
 from .efficiency import EfficiencyTable
 from .forward import BOUND_NAMES, PhaseCost
 from .grid import CandidateGrid
-from .specs import ChipSpec, Decoding, ModelSpec, Speculative, Workload
+from .specs import ChipSpec, ModelSpec, Workload
 from .units import DTYPE_BYTES, DTYPES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PhaseArrays:
     flops_per_chip: np.ndarray
     bytes_per_chip: np.ndarray
@@ -54,7 +55,7 @@ class PhaseArrays:
         return [BOUND_NAMES[i] for i in self.bound]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvaluationContext:
     """What the arrays refer to: needed to turn codes back into words."""
 
@@ -67,18 +68,7 @@ class EvaluationContext:
     disaggregated: bool
 
 
-_ARRAY_FIELDS = (
-    "reason", "replicas", "batch_per_replica", "compute_dtype", "ttft_s", "tpot_s", "tokens_per_s_per_user",
-    "output_tokens_per_s_total", "decode_token_time_s", "ar_tpot_s", "speedup_vs_ar", "prefill_s", "prefill_batched_s_per_prompt",
-    "prefill_tokens",
-    "prefill_padded_tokens", "queue_wait_s", "prefill_utilisation", "concurrency_needed", "prefill_chips", "total_chips",
-    "weights_bytes_per_chip", "kv_bytes_per_chip", "kv_bytes_per_sequence_per_chip", "activation_bytes_per_chip",
-    "usable_bytes_per_chip", "max_concurrency", "tokens_per_step", "mfu", "mbu", "power_w_per_chip",
-    "energy_per_output_token_j", "energy_per_output_token_upper_j",
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Results:
     context: EvaluationContext
     grid: CandidateGrid
@@ -133,7 +123,8 @@ class Results:
 
     def take(self, index: np.ndarray) -> Results:
         arrays = {name: getattr(self, name)[index] for name in _ARRAY_FIELDS}
-        return Results(self.context, self.grid.take(index), self.prefill.take(index), self.decode.take(index), **arrays)
+        return Results(context=self.context, grid=self.grid.take(index), prefill=self.prefill.take(index), decode=self.decode.take(index),
+                       **arrays)  # fmt: skip
 
     def reason_facts(self, i: int) -> reasons.ReasonFacts:
         ctx, g = self.context, self.grid
@@ -150,7 +141,7 @@ class Results:
             num_attention_heads=model.num_attention_heads,
             weights_total_bytes=model.total_params * DTYPE_BYTES[dtype],
             weights_per_chip_bytes=float(self.weights_bytes_per_chip[i]),
-            chip_memory_bytes=float(_weight_home_bytes(chip)),
+            chip_memory_bytes=float(policy_for(chip).weight_home_bytes(chip)),
             usable_bytes=float(self.usable_bytes_per_chip[i]),
             batch=int(g.batch[i]),
             max_concurrency=int(self.max_concurrency[i]),
@@ -178,30 +169,21 @@ class Results:
         if fallback:
             out.append(fallback)
         decoding = ctx.decodings[int(g.decoding_index[i])]
-        if isinstance(decoding, Speculative):
-            _, assumed = speculative_acceptance(decoding)
-            if assumed:
-                out.append(assumed)
-            if decoding.draft_weight_dtype:
-                draft_fallback = ctx.compute.warnings[chip_i][DTYPES.index(decoding.draft_weight_dtype)]
-                if draft_fallback:
-                    out.append(f"draft model: {draft_fallback}")
+        out.extend(decoding.warnings(lambda dtype: ctx.compute.warnings[chip_i][DTYPES.index(dtype)]))
         if self.prefill_padded_tokens[i] > 0:
             out.append(
                 f"{ctx.chips[chip_i].slug} pads the {ctx.workload.prompt_tokens}-token prompt to a "
                 f"{int(self.prefill_tokens[i])}-token bucket; the {int(self.prefill_padded_tokens[i])} padded tokens cost prefill compute"
             )
-        if ctx.chips[chip_i].kind == "lpu":
-            out.append("LPU: statically scheduled, so per-token latency is deterministic; the step overhead is small")
+        out.extend(policy_for(ctx.chips[chip_i]).notes(ctx.chips[chip_i]))
         return tuple(out)
 
     def efficiency_source(self, i: int) -> str:
         return self.context.efficiency.sources[int(self.grid.chip_index[i])][int(self.grid.weight_dtype[i])]
 
 
-def _weight_home_bytes(chip: ChipSpec) -> float:
-    """Where weights live: on-chip SRAM for an LPU, device memory otherwise."""
-    return (chip.on_chip_sram_bytes or chip.memory_capacity_bytes) if chip.kind == "lpu" else chip.memory_capacity_bytes
+# Every per-candidate array of Results, from its declaration above (one place to add a metric).
+_ARRAY_FIELDS = tuple(f.name for f in fields(Results) if f.name not in ("context", "grid", "prefill", "decode"))
 
 
 def results_from_arrays(
@@ -210,7 +192,7 @@ def results_from_arrays(
     missing = set(_ARRAY_FIELDS) - set(arrays)
     if missing:
         raise ValueError(f"missing result arrays: {sorted(missing)}")
-    return Results(context, grid, prefill, decode, **{name: arrays[name] for name in _ARRAY_FIELDS})
+    return Results(context=context, grid=grid, prefill=prefill, decode=decode, **{name: arrays[name] for name in _ARRAY_FIELDS})
 
 
 def group_reasons(results: Results, codes: Sequence[int] | None = None) -> dict[int, np.ndarray]:
@@ -227,4 +209,4 @@ def concatenate_results(parts: Sequence[Results], grid: CandidateGrid) -> Result
     arrays = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _ARRAY_FIELDS}
     prefill = join([p.prefill for p in parts], PhaseArrays)
     decode = join([p.decode for p in parts], PhaseArrays)
-    return Results(parts[0].context, grid, prefill, decode, **arrays)
+    return Results(context=parts[0].context, grid=grid, prefill=prefill, decode=decode, **arrays)

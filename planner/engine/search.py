@@ -15,10 +15,11 @@ from .estimate import Estimate, estimate_from_results
 from .evaluate import evaluate
 from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, cartesian_grid
 from .results import Results, group_reasons
-from .specs import Autoregressive, ChipSpec, Decoding, ModelSpec, OfferingSpec, Workload
+from .decoding import Autoregressive, Decoding
+from .specs import ChipSpec, ModelSpec, OfferingSpec, Workload
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     weight_dtypes: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
     kv_dtypes: tuple[str, ...] | None = None  # None: default_kv_dtype per chip and weight dtype
@@ -32,7 +33,7 @@ class SearchOptions:
     disaggregated: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InfeasibleGroup:
     code: int
     name: str
@@ -41,7 +42,7 @@ class InfeasibleGroup:
     example_index: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchResult:
     results: Results
     usd_per_chip_hour: np.ndarray
@@ -147,5 +148,6 @@ def infeasible_groups(results: Results) -> tuple[InfeasibleGroup, ...]:
     groups = []
     for code, index in sorted(group_reasons(results).items(), key=lambda kv: -len(kv[1])):
         example = int(index[0])
-        groups.append(InfeasibleGroup(code, reasons.REASON_NAMES[code], len(index), results.reason_text(example), example))
+        groups.append(InfeasibleGroup(code=code, name=reasons.REASON_NAMES[code], count=len(index), example=results.reason_text(example),
+                                     example_index=example))  # fmt: skip
     return tuple(groups)

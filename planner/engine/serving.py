@@ -5,9 +5,11 @@ one token, and over a sequence's G steps the replica also prefills b new prompts
 (the sequences that replace finished ones). Colocated, those prefills share the
 chips with decoding, so the time per output token a user sees is
 
-    TPOT = decode step time + b * (prefill time per prompt in a batch of b) / G
+    TPOT = decode step time + (b - 1) * (prefill time per prompt in a batch of b) / G
 
-and total throughput = concurrency / TPOT. With prefill/decode disaggregation
+(a user's own prefill is in its TTFT), while the replica's time per token carries all b:
+total throughput = concurrency / (step + b * prefill per prompt / G)
+(docs/planner_math.md#serving). With prefill/decode disaggregation
 (DistServe, OSDI 2024; Splitwise, ISCA 2024) a separate pool prefills, so TPOT
 is the bare decode step and the prefill pool is sized from the request rate.
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServingArrays:
     ttft_s: np.ndarray
     tpot_s: np.ndarray
@@ -73,7 +75,7 @@ def serving_metrics(
     rate = request_rate_per_s
     if rate:
         if disaggregated:
-            # Prefill pool: rate * s replicas' worth of work (PLANNER_MATH.md), rounded
+            # Prefill pool: rate * s replicas' worth of work (docs/planner_math.md#serving), rounded
             # up with room to spare so that each stays below full utilisation.
             pool_replicas = np.floor(rate * prefill_one) + 1.0
             rho = rate * prefill_one / pool_replicas

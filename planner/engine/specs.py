@@ -1,22 +1,25 @@
-"""Inputs of the engine: frozen descriptions of chips, models, workloads, prices
-and decoding methods. Plain data; the Django side builds them from the catalog.
+"""Inputs of the engine: frozen descriptions of chips, models, workloads and prices.
+Plain data; the Django side builds them from the catalog. Decoding methods are in
+decoding/, a whole configuration in deployment.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Union
 
+from hwcatalog import architecture
+from hwcatalog.architecture import ArchShape
+
+from .attention import Attention, attention_for
 from .units import CHIP_KINDS, DTYPES
 
 GENERATION_KINDS = ("autoregressive", "diffusion", "block_diffusion")
-ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 PRICING_MODELS = ("on_demand", "reserved", "spot", "purchase")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChipSpec:
     """One accelerator (a GPU, TPU or LPU chip, or one CPU socket)."""
 
@@ -50,41 +53,33 @@ class ChipSpec:
         return max(int(self.chips_per_node or 1), 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """A transformer's shape. Parameter counts are plain counts, not bytes.
+    """A model as the engine sees it: its shape (the catalog's one description,
+    hwcatalog.architecture.ArchShape), its parameter counts, and what it generates.
 
+    total_params / active_params: the counts memory and FLOPs use (the catalog's
+        published or derived numbers); the shape only says where they sit.
     embedding_params: the input embedding matrix (vocab x d). Decoding only
         gathers b rows of it, so it is never read in full and costs no FLOPs.
     lm_head_params: the output projection (vocab x d), read in full at every
         forward. When tie_word_embeddings is True it is the same matrix as the
         input embedding: total_params counts it once, and it is read in full
         (as the head) but never stored twice.
-    kv_cache_elements_per_token: elements per token over all layers, computed
-        by the caller: 2*L*H_kv*d_h, or L*(kv_lora_rank + qk_rope_head_dim)
-        for MLA (DeepSeek-V2, Table 1).
     params_per_expert: one routed expert in one MoE layer.
+    The three default to the shape's counts (hwcatalog.architecture).
+    attention: the attention type over all layers (attention/); by default the one
+        the shape names (full MHA/GQA/MQA or MLA).
     """
 
     slug: str
+    shape: ArchShape
     total_params: float
     active_params: float
-    embedding_params: float
-    lm_head_params: float
-    num_layers: int
-    hidden_size: int
-    num_attention_heads: int
-    num_kv_heads: int
-    head_dim: int
-    kv_cache_elements_per_token: float
-    attention_kind: str = "gqa"
-    tie_word_embeddings: bool = False
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    num_experts: int | None = None
-    experts_per_token: int | None = None
-    moe_layer_count: int | None = None
+    embedding_params: float | None = None
+    lm_head_params: float | None = None
     params_per_expert: float | None = None
+    attention: Attention | None = None
     generation_kind: str = "autoregressive"
     default_block_size: int | None = None
     max_context_tokens: int = 4096
@@ -92,10 +87,64 @@ class ModelSpec:
     def __post_init__(self) -> None:
         if self.generation_kind not in GENERATION_KINDS:
             raise ValueError(f"{self.slug}: generation_kind must be one of {GENERATION_KINDS}")
-        if self.attention_kind not in ATTENTION_KINDS:
-            raise ValueError(f"{self.slug}: attention_kind must be one of {ATTENTION_KINDS}")
-        if self.attention_kind == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
-            raise ValueError(f"{self.slug}: MLA needs kv_lora_rank and qk_rope_head_dim")
+        try:
+            derived = {
+                "embedding_params": float(architecture.embedding_params(self.shape)),
+                "lm_head_params": float(architecture.lm_head_params(self.shape)),
+                "params_per_expert": float(architecture.params_per_expert(self.shape)) if self.shape.is_moe else None,
+                "attention": attention_for(self.shape),
+            }
+        except ValueError as exc:
+            raise ValueError(f"{self.slug}: {exc}") from None
+        for name, value in derived.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+
+    # The shape's fields the engine reads, by their usual names.
+    @property
+    def num_layers(self) -> int:
+        return self.shape.num_layers
+
+    @property
+    def hidden_size(self) -> int:
+        return self.shape.hidden_size
+
+    @property
+    def num_attention_heads(self) -> int:
+        return self.shape.num_attention_heads
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.shape.num_kv_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.shape.head_dim
+
+    @property
+    def tie_word_embeddings(self) -> bool:
+        return self.shape.tie_word_embeddings
+
+    @property
+    def num_experts(self) -> int | None:
+        return self.shape.num_experts
+
+    @property
+    def experts_per_token(self) -> int | None:
+        return self.shape.experts_per_token
+
+    @property
+    def moe_layer_count(self) -> int | None:
+        """MoE layers: the shape's count, every layer when it gives none (None: dense)."""
+        if not self.shape.is_moe:
+            return None
+        return self.shape.moe_layer_count or self.shape.num_layers
+
+    @property
+    def kv_cache_elements_per_token(self) -> float:
+        """Elements cached per token over all layers (attention/: 2*L*H_kv*d_h, or
+        L*(kv_lora_rank + qk_rope_head_dim) for MLA)."""
+        return self.attention.kv_elements_per_token
 
     @property
     def is_moe(self) -> bool:
@@ -118,30 +167,11 @@ class ModelSpec:
         return float(self.moe_layer_count * self.num_experts * self.params_per_expert)
 
     @property
-    def attention_flops_per_position(self) -> float:
-        """Decode attention FLOPs per new token per context position, all layers.
-
-        4*L*H*d_h: QK^T and AV, 2 FLOPs per multiply-add each (LLM-Viewer
-        `model_analyzer.py`). MLA with the up-projections absorbed works in the
-        latent space: 2*L*H*(2*kv_lora_rank + qk_rope_head_dim) (DeepSeek-V2,
-        sec. 2.1.2 and appendix B).
-        """
-        layers_heads = self.num_layers * self.num_attention_heads
-        if self.attention_kind == "mla":
-            return 2.0 * layers_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
-        return 4.0 * layers_heads * self.head_dim
-
-    @property
-    def prefill_attention_flops_per_pair(self) -> float:
-        """Prefill runs MLA un-absorbed, so every kind uses 4*L*H*d_h per pair."""
-        return 4.0 * self.num_layers * self.num_attention_heads * self.head_dim
-
-    @property
     def vocab_size(self) -> int:
         return int(round(self.lm_head_params / self.hidden_size)) if self.hidden_size else 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Workload:
     prompt_tokens: int
     output_tokens: int
@@ -158,11 +188,11 @@ class Workload:
 
     @property
     def mean_decode_context_tokens(self) -> float:
-        """Average context over the generation: T = P + G/2 (PLANNER_MATH.md)."""
+        """Average context over the generation: T = P + G/2 (docs/planner_math.md#decoding-methods)."""
         return self.prompt_tokens + self.output_tokens / 2.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OfferingSpec:
     slug: str
     pricing_model: str
@@ -177,93 +207,3 @@ class OfferingSpec:
             raise ValueError(f"{self.slug}: pricing_model must be one of {PRICING_MODELS}")
         if self.usd_per_chip_hour is None and not (self.purchase_usd_per_chip and self.amortisation_years):
             raise ValueError(f"{self.slug}: needs usd_per_chip_hour, or a purchase price and amortisation_years")
-
-
-@dataclass(frozen=True)
-class Autoregressive:
-    @property
-    def label(self) -> str:
-        return "ar"
-
-
-@dataclass(frozen=True)
-class Speculative:
-    """Draft-model speculative decoding (Leviathan, Kalman, Matias, ICML 2023)."""
-
-    draft: ModelSpec
-    draft_tokens: int
-    acceptance_rate: float | None = None
-    mean_accepted_tokens: float | None = None  # tau, incl. the bonus token (EAGLE/Medusa)
-    draft_weight_dtype: str | None = None  # None: same as the target's weights
-
-    def __post_init__(self) -> None:
-        if self.draft_tokens < 1:
-            raise ValueError("draft_tokens must be >= 1")
-        if self.mean_accepted_tokens is not None and not 1.0 <= self.mean_accepted_tokens <= self.draft_tokens + 1:
-            raise ValueError("mean_accepted_tokens must lie in [1, draft_tokens + 1]")
-
-    @property
-    def label(self) -> str:
-        return f"speculative(k={self.draft_tokens})"
-
-
-@dataclass(frozen=True)
-class Diffusion:
-    """Masked diffusion (LLaDA, MDLM): S forwards over prompt + window, no KV cache."""
-
-    steps: int
-    window_tokens: int | None = None  # None: the workload's output tokens
-    adaptive_window: bool = False  # start at 64 tokens, double as needed
-
-    @property
-    def label(self) -> str:
-        return f"diffusion(S={self.steps}{', adaptive' if self.adaptive_window else ''})"
-
-
-@dataclass(frozen=True)
-class BlockDiffusion:
-    """Block diffusion (BD3-LM, Fast-dLLM): blocks of B tokens over a KV cache."""
-
-    block_size: int
-    steps_per_block: int | None = None
-    tokens_per_forward: float | None = None  # confidence-threshold decoding
-    expected_answer_tokens: int | None = None  # None: the workload's output tokens
-    focus_fraction: float = 1.0  # FOCUS: share of block positions kept after layer 2
-
-    def __post_init__(self) -> None:
-        if (self.steps_per_block is None) == (self.tokens_per_forward is None):
-            raise ValueError("give exactly one of steps_per_block and tokens_per_forward")
-        if not 0.0 < self.focus_fraction <= 1.0:
-            raise ValueError("focus_fraction must lie in (0, 1]")
-
-    @property
-    def effective_steps(self) -> float:
-        """S_eff = S, or B / tau with confidence-threshold decoding."""
-        if self.steps_per_block is not None:
-            return float(self.steps_per_block)
-        return max(self.block_size / self.tokens_per_forward, 1.0)
-
-    @property
-    def label(self) -> str:
-        return f"block_diffusion(B={self.block_size}, S_eff={self.effective_steps:g})"
-
-
-Decoding = Union[Autoregressive, Speculative, Diffusion, BlockDiffusion]
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """One configuration: what `estimate` evaluates."""
-
-    chip: ChipSpec
-    chip_count: int = 1
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    weight_dtype: str = "bf16"
-    kv_dtype: str | None = None  # None: default_kv_dtype()
-    decoding: Decoding = field(default_factory=Autoregressive)
-
-    @property
-    def replicas(self) -> int:
-        return max(self.chip_count // (self.tensor_parallel * self.pipeline_parallel), 1)
-

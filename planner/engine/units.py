@@ -9,23 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from hwcatalog.architecture import DTYPE_BYTES
+
 GB = 1e9
 GIB = 2**30
 TFLOP = 1e12
 HOURS_PER_YEAR = 8766.0  # 365.25 days, the usual amortisation year
 
-# Order matters: the index is the dtype code stored in candidate grids.
-DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+# The catalog's one table of bytes per element (hwcatalog/architecture.py); its order is
+# the dtype code stored in candidate grids (fp32, bf16, fp16, fp8, int8, int4, fp4).
+DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 DTYPE_CODE: dict[str, int] = {name: code for code, name in enumerate(DTYPES)}
-DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-    "fp4": 0.5,
-}
 DTYPE_BYTES_ARRAY = np.array([DTYPE_BYTES[name] for name in DTYPES])
 
 CHIP_KINDS: tuple[str, ...] = ("cpu", "gpu", "tpu", "lpu", "other")
@@ -34,6 +28,11 @@ CHIP_KIND_CODE: dict[str, int] = {name: code for code, name in enumerate(CHIP_KI
 # PagedAttention's default block of 16 tokens (Kwon et al., SOSP 2023, sec. 4.1;
 # vLLM's `block_size` default). At most one partly filled block per sequence.
 KV_BLOCK_TOKENS = 16
+
+
+def paged_tokens(tokens: float) -> float:
+    """Tokens' worth of KV blocks a sequence holds: ceil(tokens/16)*16."""
+    return float(np.ceil(tokens / KV_BLOCK_TOKENS) * KV_BLOCK_TOKENS)
 
 # vLLM's default gpu_memory_utilization = 0.9: 10% of capacity is left to the
 # CUDA context, allocator fragmentation and the runtime. We apply it to every

@@ -52,6 +52,19 @@ def test_speculative_decoding_is_costed_with_a_draft_model(catalog, anonymous_cl
     assert e["tokens_per_step"] == pytest.approx((1 - 0.8**5) / (1 - 0.8), rel=1e-6)
 
 
+def test_mtp_draft_heads_speculate_with_no_draft_model(catalog, anonymous_client):
+    body = {**BASE, "model": "llama-3.1-8b", "chip_count": 1, "batch": 1,
+            "decoding": {"method": "draft_heads", "head_kind": "eagle", "draft_tokens": 3, "mean_accepted_tokens": 3.0}}
+    response = anonymous_client.post("/api/v1/estimates/", body, format="json")
+    assert response.status_code == 200, response.json()
+    e = response.json()
+    assert e["decoding"] == "eagle(k=3)"
+    assert e["tokens_per_step"] == pytest.approx(3.0, rel=1e-6)
+    assert e["speedup_vs_ar"] > 2.0
+    bad = anonymous_client.post("/api/v1/estimates/", {**body, "decoding": {**body["decoding"], "head_kind": "lookahead"}}, format="json")
+    assert bad.status_code == 400 and "head_kind" in bad.json()["decoding"]
+
+
 def test_block_diffusion_and_diffusion_models_get_their_own_methods(catalog, anonymous_client):
     block = anonymous_client.post("/api/v1/estimates/", {**BASE, "model": "fast-dllm-v2-7b", "batch": 1,
                                   "decoding": {"method": "block_diffusion", "block_size": 32, "tokens_per_forward": 2.5}}, format="json")

@@ -1,15 +1,17 @@
 """Specs for the engine tests. Shapes from each model's Hugging Face config.json;
-chip figures from /work/shared/reference/chip_specs.md (datasheets, dense peaks)."""
+chip figures from the datasheets (dense peaks), as in hwcatalog/data/chips/."""
 
 from __future__ import annotations
 
-from planner.engine import ChipSpec, ModelSpec, OfferingSpec
+import dataclasses
+
+from planner.engine import ArchShape, ChipSpec, ModelSpec, OfferingSpec
 
 GIB = 2**30
 
 
 def kv_elements(num_layers: int, num_kv_heads: int, head_dim: int) -> int:
-    """2 * L * H_kv * d_h: K and V for every layer (PLANNER_MATH.md)."""
+    """2 * L * H_kv * d_h: K and V for every layer (docs/planner_math.md#parameters-and-kv-cache)."""
     return 2 * num_layers * num_kv_heads * head_dim
 
 
@@ -25,41 +27,19 @@ def dense_model(
     tie_word_embeddings: bool = False,
     max_context_tokens: int = 4096,
 ) -> ModelSpec:
-    head_dim = hidden_size // num_attention_heads
-    embedding = vocab_size * hidden_size
-    return ModelSpec(
-        slug=slug,
-        total_params=total_params,
-        active_params=total_params,
-        embedding_params=embedding,
-        lm_head_params=embedding,
-        tie_word_embeddings=tie_word_embeddings,
-        num_layers=num_layers,
-        hidden_size=hidden_size,
-        num_attention_heads=num_attention_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        kv_cache_elements_per_token=kv_elements(num_layers, num_kv_heads, head_dim),
-        attention_kind="mha" if num_kv_heads == num_attention_heads else "gqa",
-        max_context_tokens=max_context_tokens,
-    )
+    shape = ArchShape(
+        num_layers=num_layers, hidden_size=hidden_size, num_attention_heads=num_attention_heads, num_kv_heads=num_kv_heads,
+        head_dim=hidden_size // num_attention_heads, intermediate_size=4 * hidden_size, vocab_size=vocab_size,
+        tie_word_embeddings=tie_word_embeddings, attention_kind="mha" if num_kv_heads == num_attention_heads else "gqa",
+    )  # fmt: skip
+    return ModelSpec(slug=slug, shape=shape, total_params=total_params, active_params=total_params, max_context_tokens=max_context_tokens)
 
 
 def dense_8b_textbook() -> ModelSpec:
-    """The PLANNER_MATH.md worked example: exactly 8e9 matmul parameters."""
-    return ModelSpec(
-        slug="dense-8b",
-        total_params=8e9,
-        active_params=8e9,
-        embedding_params=0,
-        lm_head_params=0,
-        num_layers=32,
-        hidden_size=4096,
-        num_attention_heads=32,
-        num_kv_heads=8,
-        head_dim=128,
-        kv_cache_elements_per_token=kv_elements(32, 8, 128),
-    )
+    """A textbook dense 8B: exactly 8e9 matmul parameters (no vocabulary), for hand-checked figures."""
+    shape = ArchShape(num_layers=32, hidden_size=4096, num_attention_heads=32, num_kv_heads=8, head_dim=128, intermediate_size=14336,
+                      vocab_size=0)  # fmt: skip
+    return ModelSpec(slug="dense-8b", shape=shape, total_params=8e9, active_params=8e9)
 
 
 def llama_3_1_8b() -> ModelSpec:
@@ -93,31 +73,18 @@ def opt_13b() -> ModelSpec:
 def mixtral_8x7b() -> ModelSpec:
     # mistralai/Mixtral-8x7B-v0.1: 8 experts, top-2, every layer MoE,
     # expert = 3 x 4096 x 14336 (gated MLP); 46.7e9 total, 12.9e9 active.
-    vocab, d = 32000, 4096
-    return ModelSpec(
-        slug="mixtral-8x7b",
-        total_params=46.7e9,
-        active_params=12.9e9,
-        embedding_params=vocab * d,
-        lm_head_params=vocab * d,
-        num_layers=32,
-        hidden_size=d,
-        num_attention_heads=32,
-        num_kv_heads=8,
-        head_dim=128,
-        kv_cache_elements_per_token=kv_elements(32, 8, 128),
-        num_experts=8,
-        experts_per_token=2,
-        moe_layer_count=32,
-        params_per_expert=3 * 4096 * 14336,
-        max_context_tokens=32768,
-    )
+    shape = ArchShape(
+        num_layers=32, hidden_size=4096, num_attention_heads=32, num_kv_heads=8, head_dim=128, intermediate_size=14336,
+        vocab_size=32000, num_experts=8, experts_per_token=2, moe_layer_count=32, moe_intermediate_size=14336,
+    )  # fmt: skip
+    model = ModelSpec(slug="mixtral-8x7b", shape=shape, total_params=46.7e9, active_params=12.9e9, max_context_tokens=32768)
+    assert model.params_per_expert == 3 * 4096 * 14336
+    return model
 
 
 def block_diffusion_8b() -> ModelSpec:
     """An 8B block-diffusion model with Llama-3.1-8B's shapes (Fast-dLLM style)."""
-    base = llama_3_1_8b()
-    return ModelSpec(**{**base.__dict__, "slug": "bd-8b", "generation_kind": "block_diffusion", "default_block_size": 32})
+    return dataclasses.replace(llama_3_1_8b(), slug="bd-8b", generation_kind="block_diffusion", default_block_size=32)
 
 
 def h100_sxm() -> ChipSpec:
@@ -129,7 +96,7 @@ def h100_sxm() -> ChipSpec:
 
 
 def textbook_h100() -> ChipSpec:
-    """PLANNER_MATH.md's rounded H100: 1e15 FLOP/s bf16, 3.3e12 B/s."""
+    """A rounded H100 for hand-checked roofline figures (docs/planner_math.md#forward-cost): 1e15 FLOP/s bf16, 3.3e12 B/s."""
     return ChipSpec(slug="textbook-h100", kind="gpu", vendor="NVIDIA", memory_capacity_bytes=80e9,
                     memory_bandwidth_bytes_per_s=3.3e12, peak_flops_per_s={"bf16": 1e15}, chips_per_node=8)  # fmt: skip
 

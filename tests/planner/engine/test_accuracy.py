@@ -46,7 +46,7 @@ def test_summarize_reports_median_mean_and_groups():
 
 
 def test_predict_metric_maps_every_metric_name_to_the_estimate():
-    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(128, 128), batch=8)
+    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=128, output_tokens=128), batch=8)
     assert predict_metric("decode_tokens_per_s_per_user", e) == e.tokens_per_s_per_user
     assert predict_metric("output_tokens_per_s", e) == e.output_tokens_per_s_total
     assert predict_metric("ttft_s", e) == e.ttft_s

@@ -5,7 +5,7 @@ import pytest
 from planner.engine.calibration import Observation, fit_efficiency
 from planner.engine.efficiency import Efficiency
 
-PRIOR = Efficiency(0.4, 0.6, 1e-3, 0.6)
+PRIOR = Efficiency(compute_fraction=0.4, bandwidth_fraction=0.6, step_overhead_s=1e-3, link_bandwidth_fraction=0.6)
 BW, PEAK = 100e9, 1e12
 
 

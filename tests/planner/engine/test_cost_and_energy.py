@@ -26,20 +26,20 @@ def test_dollars_per_million_tokens_follow_chip_hours_over_tokens():
 
 
 def test_estimate_prices_output_and_input_tokens_with_an_offering():
-    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(1024, 256), batch=32, offering=h100_reserved())
+    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=1024, output_tokens=256), batch=32, offering=h100_reserved())
     expected = 4.916 / (e.output_tokens_per_s_total * 3600) * 1e6
     assert e.cost.usd_per_million_output_tokens == pytest.approx(expected)
     assert 0 < e.cost.usd_per_million_input_tokens < e.cost.usd_per_million_output_tokens
 
 
 def test_energy_per_token_sits_between_idle_power_and_the_tdp_upper_bound():
-    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(128, 128), batch=16)
+    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=128, output_tokens=128), batch=16)
     per_token_at_tdp = 700 / e.output_tokens_per_s_total
     assert e.energy_per_output_token_upper_j == pytest.approx(per_token_at_tdp)
     assert IDLE_POWER_FRACTION * per_token_at_tdp < e.energy_per_output_token_j < per_token_at_tdp
 
 
 def test_mbu_of_batch_one_decode_matches_bytes_over_time():
-    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(16, 256))
+    e = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=16, output_tokens=256))
     assert e.mbu == pytest.approx(e.decode.bytes_per_chip / e.decode_token_time_s / 3.35e12)
     assert e.mbu < 0.75 and e.mfu < 0.01

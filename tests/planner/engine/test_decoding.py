@@ -48,7 +48,7 @@ def test_mean_accepted_tokens_converts_back_to_the_acceptance_rate():
 
 def test_speculative_decoding_speeds_up_memory_bound_batch_one_decode():
     draft = Speculative(draft=llama_2_7b(), draft_tokens=4, acceptance_rate=0.8)
-    e = estimate(llama_2_70b(), Deployment(chip=a100_sxm_80gb(), chip_count=4, tensor_parallel=4, decoding=draft), Workload(128, 256))
+    e = estimate(llama_2_70b(), Deployment(chip=a100_sxm_80gb(), chip_count=4, tensor_parallel=4, decoding=draft), Workload(prompt_tokens=128, output_tokens=256))
     assert e.tokens_per_step == pytest.approx(3.3616, abs=1e-4)
     assert 1.5 < e.speedup_vs_ar < 3.3616
     assert e.memory.weights_bytes_per_chip == pytest.approx((68.98e9 + 6.74e9) * 2 / 4, rel=1e-9)  # draft counts
@@ -57,15 +57,15 @@ def test_speculative_decoding_speeds_up_memory_bound_batch_one_decode():
 def test_speculative_verification_gets_expensive_once_past_the_ridge():
     draft = Speculative(draft=llama_2_7b(), draft_tokens=4, acceptance_rate=0.8)
     deployment = Deployment(chip=h100_sxm(), chip_count=4, tensor_parallel=4, decoding=draft)
-    small = estimate(llama_2_70b(), deployment, Workload(128, 256), batch=1)
-    large = estimate(llama_2_70b(), deployment, Workload(128, 256), batch=256)
+    small = estimate(llama_2_70b(), deployment, Workload(prompt_tokens=128, output_tokens=256), batch=1)
+    large = estimate(llama_2_70b(), deployment, Workload(prompt_tokens=128, output_tokens=256), batch=256)
     assert small.decode.bound == "memory" and large.decode.bound == "compute"
     assert large.speedup_vs_ar < 1.0 < small.speedup_vs_ar
 
 
 def test_speculative_without_an_acceptance_rate_assumes_one_and_warns():
     draft = Speculative(draft=llama_2_7b(), draft_tokens=4)
-    e = estimate(llama_2_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2, decoding=draft), Workload(128, 128))
+    e = estimate(llama_2_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2, decoding=draft), Workload(prompt_tokens=128, output_tokens=128))
     assert any("acceptance rate not given" in w for w in e.warnings)
 
 
@@ -95,12 +95,12 @@ def test_block_diffusion_early_stop_cuts_generation_time_by_the_saved_blocks():
 def test_block_diffusion_at_batch_one_runs_about_tau_times_faster_than_autoregressive():
     # Below the ridge a step costs about one decode step: speedup ~ B / (S_eff + 1).
     decoding = BlockDiffusion(block_size=32, tokens_per_forward=4.0)
-    e = estimate(block_diffusion_8b(), Deployment(chip=h100_sxm(), decoding=decoding), Workload(16, 256))
+    e = estimate(block_diffusion_8b(), Deployment(chip=h100_sxm(), decoding=decoding), Workload(prompt_tokens=16, output_tokens=256))
     assert e.speedup_vs_ar == pytest.approx(32 / (8 + 1), rel=0.1)
 
 
 def test_focus_cuts_block_diffusion_flops_but_not_weight_bytes():
-    model, chip, work = block_diffusion_8b(), h100_sxm(), Workload(16, 256)
+    model, chip, work = block_diffusion_8b(), h100_sxm(), Workload(prompt_tokens=16, output_tokens=256)
     plain_decoding = BlockDiffusion(block_size=32, steps_per_block=32)
     focus_decoding = BlockDiffusion(block_size=32, steps_per_block=32, focus_fraction=0.25)
     plain = estimate(model, Deployment(chip=chip, decoding=plain_decoding), work, batch=64)
@@ -135,5 +135,5 @@ def test_adaptive_diffusion_window_is_cheaper_than_a_full_window_for_long_output
 
 
 def test_autoregressive_speedup_against_itself_is_one():
-    e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm(), decoding=Autoregressive()), Workload(128, 128))
+    e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm(), decoding=Autoregressive()), Workload(prompt_tokens=128, output_tokens=128))
     assert e.speedup_vs_ar == 1.0

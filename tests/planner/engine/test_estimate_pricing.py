@@ -38,7 +38,7 @@ def _offerings() -> list[OfferingSpec]:
     ]
 
 
-H100_CALIBRATION = {("nvidia-h100-sxm", "bf16"): Efficiency(0.6, 0.75, 1e-4, 0.8, source="calibration v1")}
+H100_CALIBRATION = {("nvidia-h100-sxm", "bf16"): Efficiency(compute_fraction=0.6, bandwidth_fraction=0.75, step_overhead_s=1e-4, link_bandwidth_fraction=0.8, source="calibration v1")}
 CHAT = Workload(prompt_tokens=1024, output_tokens=256)
 SLO_CHAT = Workload(prompt_tokens=1024, output_tokens=256, ttft_slo_s=0.5, tpot_slo_s=0.05)
 
@@ -66,10 +66,10 @@ CONFIGURATIONS = {
         llama_3_1_8b(), Deployment(chip=tpu_v5e(), chip_count=4, tensor_parallel=2, pipeline_parallel=2), CHAT, dict(batch=4),
     ),
     "CPU, efficiency override": (
-        llama_2_7b(), Deployment(chip=epyc_9654()), Workload(256, 64), dict(batch=2, efficiency=Efficiency(0.3, 0.6, 1e-3, 0.8)),
+        llama_2_7b(), Deployment(chip=epyc_9654()), Workload(prompt_tokens=256, output_tokens=64), dict(batch=2, efficiency=Efficiency(compute_fraction=0.3, bandwidth_fraction=0.6, step_overhead_s=1e-3, link_bandwidth_fraction=0.8)),
     ),
     "does not fit": (llama_3_1_70b(), Deployment(chip=h100_sxm()), CHAT, dict(batch=1)),
-    "misses its SLOs": (llama_2_7b(), Deployment(chip=h100_sxm()), Workload(1024, 256, tpot_slo_s=1e-4), dict(batch=1)),
+    "misses its SLOs": (llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=1024, output_tokens=256, tpot_slo_s=1e-4), dict(batch=1)),
 }  # fmt: skip
 
 

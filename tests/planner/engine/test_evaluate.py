@@ -49,7 +49,7 @@ def test_vectorised_evaluate_equals_estimate_for_the_same_config():
 
 
 def test_evaluate_handles_a_grid_in_any_order_of_decoding_settings():
-    model, work = llama_2_70b(), Workload(128, 128)
+    model, work = llama_2_70b(), Workload(prompt_tokens=128, output_tokens=128)
     grid = cartesian_grid(model, CHIPS[:2], weight_dtypes=("fp8",), batches=(4,), decoding_count=3)
     shuffled = grid.take(np.random.default_rng(2).permutation(len(grid)))
     a, b = evaluate(model, CHIPS[:2], grid, work, DECODINGS), evaluate(model, CHIPS[:2], shuffled, work, DECODINGS)
@@ -61,31 +61,31 @@ def test_evaluate_handles_a_grid_in_any_order_of_decoding_settings():
 
 def test_max_batch_is_the_largest_that_fits_and_meets_the_tpot_slo():
     model, chip = llama_2_7b(), h100_sxm()
-    free = estimate(model, Deployment(chip=chip), Workload(128, 128), batch="max")
+    free = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=128, output_tokens=128), batch="max")
     assert free.batch == free.memory.max_concurrency
-    slo = estimate(model, Deployment(chip=chip), Workload(128, 128, tpot_slo_s=0.02), batch="max")
+    slo = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=128, output_tokens=128, tpot_slo_s=0.02), batch="max")
     assert slo.feasible and slo.tpot_s <= 0.02 and slo.batch < free.batch
 
 
 def test_slo_misses_are_reported_with_the_numbers():
-    e = estimate(llama_2_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(128, 128, tpot_slo_s=0.001))
+    e = estimate(llama_2_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(prompt_tokens=128, output_tokens=128, tpot_slo_s=0.001))
     assert e.fits and not e.feasible
     assert e.reasons[0].startswith("TPOT") and "exceeds the SLO of 1.00 ms" in e.reasons[0]
 
 
 def test_a_request_rate_adds_md1_queueing_to_ttft_and_overload_is_infeasible():
     model, chip = llama_2_7b(), h100_sxm()
-    calm = estimate(model, Deployment(chip=chip), Workload(2048, 128, request_rate_per_s=1.0), batch=32)
-    busy = estimate(model, Deployment(chip=chip), Workload(2048, 128, request_rate_per_s=20.0), batch=32)
+    calm = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=2048, output_tokens=128, request_rate_per_s=1.0), batch=32)
+    busy = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=2048, output_tokens=128, request_rate_per_s=20.0), batch=32)
     assert 0 < calm.queue_wait_s < busy.queue_wait_s
     assert busy.ttft_s > calm.ttft_s
-    overloaded = estimate(model, Deployment(chip=chip), Workload(2048, 128, request_rate_per_s=1000.0), batch=32)
+    overloaded = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=2048, output_tokens=128, request_rate_per_s=1000.0), batch=32)
     assert overloaded.fits and not overloaded.feasible
     assert "cannot keep up" in overloaded.reasons[0]
 
 
 def test_disaggregated_prefill_adds_a_prefill_pool_and_removes_prefill_from_tpot():
-    model, chip, work = llama_2_7b(), h100_sxm(), Workload(2048, 128, request_rate_per_s=10.0)
+    model, chip, work = llama_2_7b(), h100_sxm(), Workload(prompt_tokens=2048, output_tokens=128, request_rate_per_s=10.0)
     colocated = estimate(model, Deployment(chip=chip), work, batch=64)
     split = estimate(model, Deployment(chip=chip), work, batch=64, disaggregated=True)
     assert split.total_chips > split.chip_count == 1
@@ -94,11 +94,11 @@ def test_disaggregated_prefill_adds_a_prefill_pool_and_removes_prefill_from_tpot
 
 
 def test_overriding_efficiency_changes_the_source_and_the_numbers():
-    model, chip, work = llama_2_7b(), h100_sxm(), Workload(128, 128)
-    slow = Efficiency(0.5, 0.4, 1e-3, 0.5, source="override")
+    model, chip, work = llama_2_7b(), h100_sxm(), Workload(prompt_tokens=128, output_tokens=128)
+    slow = Efficiency(compute_fraction=0.5, bandwidth_fraction=0.4, step_overhead_s=1e-3, link_bandwidth_fraction=0.5, source="override")
     default = estimate(model, Deployment(chip=chip), work)
     override = estimate(model, Deployment(chip=chip), work, efficiency=slow)
-    fitted = Efficiency(0.6, 0.6, 2e-4, 0.8, source="calibration v3 (12 runs)")
+    fitted = Efficiency(compute_fraction=0.6, bandwidth_fraction=0.6, step_overhead_s=2e-4, link_bandwidth_fraction=0.8, source="calibration v3 (12 runs)")
     calibrated = estimate(model, Deployment(chip=chip), work, calibration={(chip.slug, "bf16"): fitted})
     assert default.efficiency_source == "spec defaults"
     assert override.efficiency_source == "override" and override.tpot_s > default.tpot_s
@@ -107,7 +107,7 @@ def test_overriding_efficiency_changes_the_source_and_the_numbers():
 
 def test_a_single_candidate_grid_round_trips_through_evaluate():
     grid = CandidateGrid.single(weight_dtype="bf16", kv_dtype="bf16", batch=4)
-    results = evaluate(llama_2_7b(), (h100_sxm(),), grid, Workload(64, 64))
+    results = evaluate(llama_2_7b(), (h100_sxm(),), grid, Workload(prompt_tokens=64, output_tokens=64))
     assert len(results) == 1 and results.feasible[0]
     # throughput carries all four sequences' prefills; a user's TPOT only the other three
     cycle = results.decode_token_time_s[0] + 4 * results.prefill_batched_s_per_prompt[0] / 64

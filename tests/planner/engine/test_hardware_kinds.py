@@ -10,7 +10,7 @@ from .factories import a100_sxm_80gb, epyc_9654, groq_lpu, h100_sxm, llama_2_70b
 
 
 def test_fp8_weights_on_an_a100_fall_back_to_bf16_compute_with_a_warning():
-    e = estimate(llama_3_1_8b(), Deployment(chip=a100_sxm_80gb(), weight_dtype="fp8"), Workload(128, 128))
+    e = estimate(llama_3_1_8b(), Deployment(chip=a100_sxm_80gb(), weight_dtype="fp8"), Workload(prompt_tokens=128, output_tokens=128))
     assert e.compute_dtype == "bf16"
     assert any("nvidia-a100-sxm-80gb has no fp8 math path" in w for w in e.warnings)
     assert e.memory.weights_bytes_per_chip == pytest.approx(8.03e9)  # still stored in 1 byte
@@ -41,14 +41,14 @@ def test_lpu_needs_enough_chips_to_hold_every_weight_in_sram():
     model, chip = llama_2_70b(), groq_lpu()
     minimum = lpu_min_chips(model, chip, "bf16")
     assert minimum == 600  # 137.96 GB / 230 MB
-    e = estimate(model, Deployment(chip=chip, chip_count=64, tensor_parallel=8, pipeline_parallel=8), Workload(128, 128))
+    e = estimate(model, Deployment(chip=chip, chip_count=64, tensor_parallel=8, pipeline_parallel=8), Workload(prompt_tokens=128, output_tokens=128))
     assert not e.fits
     assert e.reasons[0].startswith("groq-lpu keeps weights in on-chip SRAM only: llama-2-70b at bf16 (138 GB) needs at least 600 chips")
 
 
 def test_lpu_with_room_for_weights_and_kv_runs_with_small_deterministic_overhead():
     model, chip = llama_2_70b(), groq_lpu()
-    e = estimate(model, Deployment(chip=chip, chip_count=720, tensor_parallel=16, pipeline_parallel=45), Workload(128, 128))
+    e = estimate(model, Deployment(chip=chip, chip_count=720, tensor_parallel=16, pipeline_parallel=45), Workload(prompt_tokens=128, output_tokens=128))
     assert e.feasible, e.reasons
     assert e.decode.overhead_s < 1e-4
     assert any("deterministic" in w for w in e.warnings)
@@ -74,5 +74,5 @@ def test_a_cpu_socket_is_a_chip_bounded_by_ddr_bandwidth():
     assert e.decode.bound == "memory"
     streamed = e.decode.bytes_per_chip / (460.8e9 * 0.6)  # CPU default: 60% of DDR bandwidth
     assert e.decode.memory_s == pytest.approx(streamed, rel=1e-9)
-    two_sockets = estimate(llama_3_1_8b(), Deployment(chip=epyc_9654(), chip_count=2, tensor_parallel=2), Workload(16, 64))
+    two_sockets = estimate(llama_3_1_8b(), Deployment(chip=epyc_9654(), chip_count=2, tensor_parallel=2), Workload(prompt_tokens=16, output_tokens=64))
     assert two_sockets.tokens_per_s_per_user > e.tokens_per_s_per_user

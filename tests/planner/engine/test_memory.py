@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
@@ -37,7 +39,9 @@ def test_kv_heads_split_across_tp_ranks_until_each_rank_holds_one():
           for tp in (2, 8)}  # fmt: skip
     assert kv[2] / kv[8] == pytest.approx(4.0, rel=0.01)  # 8 KV heads: 4 per rank at tp 2, 1 at tp 8
     # A model with 4 KV heads replicates them beyond tp 4: no further saving.
-    narrow = type(model)(**{**model.__dict__, "num_kv_heads": 4, "kv_cache_elements_per_token": 2 * 80 * 4 * 128})
+    narrow = type(model)(slug=model.slug, shape=dataclasses.replace(model.shape, num_kv_heads=4), total_params=model.total_params,
+                         active_params=model.active_params, max_context_tokens=model.max_context_tokens)  # fmt: skip
+    assert narrow.kv_cache_elements_per_token == 2 * 80 * 4 * 128
     at4 = estimate(narrow, Deployment(chip=chip, chip_count=4, tensor_parallel=4), work).memory.kv_bytes_per_sequence_per_chip
     at8 = estimate(narrow, Deployment(chip=chip, chip_count=8, tensor_parallel=8), work).memory.kv_bytes_per_sequence_per_chip
     assert at8 == pytest.approx(at4, rel=0.01)
@@ -52,7 +56,7 @@ def test_llama_70b_bf16_on_one_h100_is_rejected_with_a_reason_in_words():
 
 
 def test_llama_70b_bf16_fits_on_two_h100s_with_tensor_parallel():
-    e = estimate(llama_3_1_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(128, 128))
+    e = estimate(llama_3_1_70b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(prompt_tokens=128, output_tokens=128))
     assert e.feasible
     assert e.memory.weights_bytes_per_chip == pytest.approx(70.6e9, rel=1e-9)
 
@@ -61,7 +65,7 @@ def test_tensor_parallel_that_does_not_divide_the_heads_is_infeasible():
     # GPT-2 small shapes: 12 heads cannot be split 8 ways.
     gpt2 = dense_model("gpt2", total_params=124e6, num_layers=12, hidden_size=768, num_attention_heads=12, num_kv_heads=12,
                        vocab_size=50257, tie_word_embeddings=True, max_context_tokens=1024)  # fmt: skip
-    e = estimate(gpt2, Deployment(chip=h100_sxm(), chip_count=8, tensor_parallel=8), Workload(128, 128))
+    e = estimate(gpt2, Deployment(chip=h100_sxm(), chip_count=8, tensor_parallel=8), Workload(prompt_tokens=128, output_tokens=128))
     assert not e.fits
     assert e.reasons == ("gpt2 has 12 attention heads; tensor_parallel=8 does not divide them",)
 

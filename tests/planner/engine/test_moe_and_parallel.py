@@ -22,7 +22,7 @@ def test_experts_touched_follows_uniform_routing_and_saturates_at_large_batch():
 
 
 def test_mixtral_batch_one_decode_reads_about_its_active_params_not_its_total():
-    e = estimate(mixtral_8x7b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(16, 16))
+    e = estimate(mixtral_8x7b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(prompt_tokens=16, output_tokens=16))
     weight_bytes = e.decode.bytes_per_chip * 2
     active_without_embedding = (12.9e9 - 32000 * 4096) * 2
     assert weight_bytes == pytest.approx(active_without_embedding, rel=0.02)
@@ -30,7 +30,7 @@ def test_mixtral_batch_one_decode_reads_about_its_active_params_not_its_total():
 
 
 def test_mixtral_large_batch_decode_reads_every_expert():
-    e = estimate(mixtral_8x7b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(16, 16), batch=64)
+    e = estimate(mixtral_8x7b(), Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2), Workload(prompt_tokens=16, output_tokens=16), batch=64)
     assert e.decode.bytes_per_chip * 2 > 0.99 * (46.7e9 - 32000 * 4096) * 2
 
 
@@ -42,7 +42,7 @@ def test_ring_allreduce_follows_the_bus_bandwidth_formula():
 
 
 def test_tensor_parallel_adds_two_all_reduces_per_layer_to_each_decode_step():
-    model, chip, work = llama_2_7b(), a100_sxm_80gb(), Workload(5, 200)
+    model, chip, work = llama_2_7b(), a100_sxm_80gb(), Workload(prompt_tokens=5, output_tokens=200)
     one = estimate(model, Deployment(chip=chip), work)
     eight = estimate(model, Deployment(chip=chip, chip_count=8, tensor_parallel=8), work)
     assert one.decode.comm_s == 0.0
@@ -53,7 +53,7 @@ def test_tensor_parallel_adds_two_all_reduces_per_layer_to_each_decode_step():
 
 def test_achieved_bandwidth_per_chip_falls_as_tensor_parallel_grows():
     # gpt-fast Llama-2-70B bf16 on A100 reports 1,482 / 1,341 / 1,135 GB/s per GPU at TP 2/4/8.
-    model, chip, work = llama_2_70b(), a100_sxm_80gb(), Workload(5, 200)
+    model, chip, work = llama_2_70b(), a100_sxm_80gb(), Workload(prompt_tokens=5, output_tokens=200)
     per_chip = []
     for tp in (2, 4, 8):
         e = estimate(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp), work)
@@ -62,7 +62,7 @@ def test_achieved_bandwidth_per_chip_falls_as_tensor_parallel_grows():
 
 
 def test_pipeline_stages_add_latency_but_let_batches_fill_the_pipe():
-    model, chip, work = llama_2_70b(), h100_sxm(), Workload(128, 128)
+    model, chip, work = llama_2_70b(), h100_sxm(), Workload(prompt_tokens=128, output_tokens=128)
     single = estimate(model, Deployment(chip=chip, chip_count=2, tensor_parallel=2), work, batch=1)
     piped = estimate(model, Deployment(chip=chip, chip_count=4, tensor_parallel=2, pipeline_parallel=2), work, batch=1)
     assert piped.decode.comm_s > 0
@@ -73,7 +73,7 @@ def test_pipeline_stages_add_latency_but_let_batches_fill_the_pipe():
 
 
 def test_data_parallel_replicas_split_the_concurrency():
-    model, chip, work = llama_2_7b(), h100_sxm(), Workload(128, 128)
+    model, chip, work = llama_2_7b(), h100_sxm(), Workload(prompt_tokens=128, output_tokens=128)
     one = estimate(model, Deployment(chip=chip), work, batch=16)
     two = estimate(model, Deployment(chip=chip, chip_count=2), work, batch=32)
     assert two.replicas == 2

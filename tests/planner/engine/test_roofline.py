@@ -1,4 +1,4 @@
-"""The memory wall in numbers: PLANNER_MATH.md's worked example and ridge points."""
+"""The memory wall in numbers: hand-checked roofline figures and ridge points (docs/planner_math.md#forward-cost)."""
 
 from __future__ import annotations
 

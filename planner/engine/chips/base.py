@@ -1,0 +1,55 @@
+"""The rules a chip kind brings to the engine, in one policy object per kind
+(docs/planner_math.md#chip-kinds). The engine asks a chip's policy, never its kind string:
+where weights live, how much memory is usable, whether tensor parallelism may span nodes,
+whether pipeline stages beyond a node go over the network, how a prompt is padded, how a
+model is laid out over chips, the default efficiency, and the notes a result carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..efficiency import Efficiency
+from ..layouts import DEFAULT_TENSOR_PARALLEL, chip_layouts
+from ..specs import ChipSpec, ModelSpec
+from ..units import USABLE_MEMORY_FRACTION
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChipPolicy:
+    """The defaults every kind shares; a kind overrides what differs."""
+
+    kind: str
+    efficiency: Efficiency  # the kind's spec default (before the weight dtype's scaling)
+    efficiency_by_vendor: tuple[tuple[str, Efficiency], ...] = ()
+    usable_memory_fraction: float = USABLE_MEMORY_FRACTION
+    tensor_parallel_spans_nodes: bool = False
+    stages_cross_network: bool = True  # pipeline stages beyond one node use the inter-node NICs
+    weights_on_chip_only: bool = False  # an LPU needs enough chips to hold every weight in SRAM
+
+    def weight_home_bytes(self, chip: ChipSpec) -> float:
+        """Where weights and KV live: device memory (SRAM for an LPU)."""
+        return chip.memory_capacity_bytes
+
+    def prefill_tokens(self, prompt_tokens: int) -> float:
+        """Tokens a prefill of `prompt_tokens` actually computes (bucket padding on a TPU)."""
+        return float(prompt_tokens)
+
+    def layouts(
+        self,
+        chip: ChipSpec,
+        model: ModelSpec,
+        weight_dtypes: Sequence[str],
+        *,
+        max_chip_count: int,
+        tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
+    ) -> list[tuple[int, int, int]]:
+        return chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options)
+
+    def default_efficiency(self, chip: ChipSpec) -> Efficiency:
+        vendor = chip.vendor.strip().lower()
+        return dict(self.efficiency_by_vendor).get(vendor, self.efficiency)
+
+    def notes(self, chip: ChipSpec) -> tuple[str, ...]:
+        return ()

@@ -1,0 +1,23 @@
+"""One configuration: what `estimate` evaluates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .decoding import Autoregressive, Decoding
+from .specs import ChipSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    chip: ChipSpec
+    chip_count: int = 1
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    weight_dtype: str = "bf16"
+    kv_dtype: str | None = None  # None: default_kv_dtype()
+    decoding: Decoding = field(default_factory=Autoregressive)
+
+    @property
+    def replicas(self) -> int:
+        return max(self.chip_count // (self.tensor_parallel * self.pipeline_parallel), 1)
