@@ -3,6 +3,7 @@ services as the REST API, and hands the stored JSON to a template. No planning m
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -19,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, explain, forms
-from frontend.templatetags.hwformat import duration, gb, num, percent, plain_percent, si
+from frontend.templatetags.hwformat import format_as, gb, num, plain_percent, si
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
@@ -29,15 +30,13 @@ from planner import selectors as plans
 from planner import services as planner_services
 from planner.engine.units import DTYPES
 from planner.models import Plan
+from planner.result_schema import table_columns, validated_fields
 from planner.serializers import PlanInputSerializer
 
 PLANS_PER_PAGE = 20
 MAX_COMPARED_CHIPS = 3
-VALIDATION_METRICS = (
-    ("ttft_s", "TTFT", duration), ("tpot_s", "TPOT", duration),
-    ("tokens_per_s_per_user", "Tokens/s per user", num), ("output_tokens_per_s_total", "Output tokens/s total", num),
-    ("mbu", "MBU", percent), ("mfu", "MFU", percent),
-)  # fmt: skip
+# What a trial measures, as the result fields declare it (planner/engine/fields.py).
+VALIDATION_METRICS = tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields())
 
 
 # --- jobs (validation runs) -----------------------------------------------------------------
@@ -184,6 +183,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "workload": (plan.inputs or {}).get("workload", {}),
         "hardware": (plan.inputs or {}).get("hardware", {}),
         "table": table,
+        "metric_columns": table_columns(),
         "selected_rank": _selected_rank(request, len(ranked)),
         "chart_data": charts.plan_chart_data(results, plan.catalog_snapshot or {}),
         "explanation": explain.winner_explanation(results),

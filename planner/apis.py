@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.http import Http404, HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
@@ -12,7 +12,13 @@ from rest_framework.views import APIView
 from planner import selectors, services
 from planner.exports import plan_csv
 from planner.models import Plan
+from planner.result_schema import estimate_response_schema, plan_results_schema
 from planner.serializers import EstimateInputSerializer, PlanInputSerializer
+
+
+@extend_schema_field(plan_results_schema())
+class PlanResultsField(serializers.JSONField):
+    """A stored plan's results: ranked rows of the declared result fields (planner/result_schema.py)."""
 
 
 class EstimateApi(APIView):
@@ -22,7 +28,7 @@ class EstimateApi(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(request=EstimateInputSerializer, responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The estimate")})
+    @extend_schema(request=EstimateInputSerializer, responses={200: OpenApiResponse(estimate_response_schema(), description="The estimate")})
     def post(self, request):
         serializer = EstimateInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -30,6 +36,8 @@ class EstimateApi(APIView):
 
 
 class PlanOutputSerializer(serializers.ModelSerializer):
+    results = PlanResultsField(read_only=True)
+
     class Meta:
         model = Plan
         fields = [

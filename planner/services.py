@@ -181,6 +181,7 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip]) -> dict[str, Any]:
     offering = result.offering_of(int(i))
     row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))
+    row["usd_per_chip_hour"] = json_safe(float(result.usd_per_chip_hour[i]))
     row["offering"] = offering.slug if offering else None
     row["pricing_model"] = offering.pricing_model if offering else None
     row["chip_kind"] = chips_by_slug[est.chip_slug].kind

@@ -115,3 +115,12 @@ def source_url(source) -> str:
     if not text.startswith(("http://", "https://")):
         return ""
     return text.split()[0].rstrip(",;")
+
+
+@register.filter
+def format_as(value, kind: str) -> str:
+    """Write a value as its declared format says (planner/engine/fields.py: num, duration, usd,
+    percent, gb, text)."""
+    if kind == "text":
+        return "—" if value is None else str(value)
+    return {"num": num, "duration": duration, "usd": usd, "percent": percent, "gb": gb}[kind](value)

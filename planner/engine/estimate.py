@@ -3,7 +3,7 @@ same vectorised path as the search, so the two can never disagree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from .cost import offering_usd_per_chip_hour, usd_per_million_input_tokens, usd_
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency
 from .evaluate import evaluate
+from .fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS
 from .forward import BOUND_NAMES
 from .grid import CandidateGrid
 from .results import PhaseArrays, Results
@@ -19,127 +20,70 @@ from .specs import ModelSpec, OfferingSpec, Workload
 from .units import DTYPE_CODE, DTYPES
 
 
-@dataclass(frozen=True, kw_only=True)
-class PhaseBreakdown:
-    flops_per_chip: float
-    bytes_per_chip: float
-    compute_s: float
-    memory_s: float
-    comm_s: float
-    overhead_s: float
-    time_s: float
-    intensity_flop_per_byte: float
-    ridge_flop_per_byte: float
-    bound: str  # compute | memory | interconnect
-
-    @classmethod
-    def from_arrays(cls, phase: PhaseArrays, i: int) -> PhaseBreakdown:
-        values = {k: float(getattr(phase, k)[i]) for k in cls.__dataclass_fields__ if k != "bound"}
-        return cls(**values, bound=BOUND_NAMES[int(phase.bound[i])])
+_PY_TYPES = {"float": float, "int": int, "str": str, "bool": bool, "list": tuple[str, ...], "object": dict}
 
 
-@dataclass(frozen=True, kw_only=True)
-class MemoryBreakdown:
-    weights_bytes_per_chip: float
-    kv_bytes_per_chip: float
-    kv_bytes_per_sequence_per_chip: float
-    activation_bytes_per_chip: float
-    usable_bytes_per_chip: float
-    max_concurrency: int  # all replicas
+def _declared(name: str, declarations, *, extra=(), namespace=None) -> type:
+    """A keyword-only frozen dataclass whose fields are the declarations (fields.py), in order."""
+    columns = [(f.name, _PY_TYPES[f.kind] | None if f.nullable else _PY_TYPES[f.kind]) for f in declarations]
+    cls = make_dataclass(name, [*columns, *extra], frozen=True, kw_only=True, namespace=namespace or {})
+    cls.__module__ = __name__
+    return cls
 
 
-@dataclass(frozen=True, kw_only=True)
-class CostBreakdown:
-    offering_slug: str
-    usd_per_chip_hour: float
-    usd_per_million_output_tokens: float
-    usd_per_million_input_tokens: float
+def _phase_from_arrays(cls, phase: PhaseArrays, i: int):
+    values = {f.name: float(getattr(phase, f.name)[i]) for f in PHASE_FIELDS if f.name != "bound"}
+    return cls(**values, bound=BOUND_NAMES[int(phase.bound[i])])
 
 
-@dataclass(frozen=True, kw_only=True)
-class Estimate:
-    model_slug: str
-    chip_slug: str
-    chip_count: int
-    tensor_parallel: int
-    pipeline_parallel: int
-    replicas: int
-    total_chips: int  # incl. a disaggregated prefill pool
-    weight_dtype: str
-    kv_dtype: str
-    compute_dtype: str | None
-    batch: int
-    decoding: str
-    feasible: bool  # runs and meets the workload's targets
-    fits: bool  # runs at all
-    reasons: tuple[str, ...]
-    warnings: tuple[str, ...]
-    efficiency_source: str
-    ttft_s: float
-    tpot_s: float
-    tokens_per_s_per_user: float
-    output_tokens_per_s_total: float
-    decode_token_time_s: float
-    ar_tpot_s: float
-    speedup_vs_ar: float
-    tokens_per_step: float
-    prefill_tokens: int
-    prefill_padded_tokens: int
-    queue_wait_s: float
-    prefill: PhaseBreakdown
-    decode: PhaseBreakdown
-    memory: MemoryBreakdown
-    mfu: float
-    mbu: float
-    power_w_per_chip: float
-    energy_per_output_token_j: float
-    energy_per_output_token_upper_j: float  # at TDP: an upper bound
-    cost: CostBreakdown | None
+PhaseBreakdown = _declared("PhaseBreakdown", PHASE_FIELDS, namespace={"from_arrays": classmethod(_phase_from_arrays)})
+PhaseBreakdown.__doc__ = "One phase's forward (prefill, or the representative decode step), per chip."
+MemoryBreakdown = _declared("MemoryBreakdown", MEMORY_FIELDS)
+MemoryBreakdown.__doc__ = "Memory per chip at this candidate's batch; max_concurrency over all replicas."
+CostBreakdown = _declared("CostBreakdown", COST_FIELDS)
+CostBreakdown.__doc__ = "One offering's price applied to the candidate's chip time and power draw."
+Estimate = _declared(
+    "Estimate", ESTIMATE_FIELDS,
+    extra=[("prefill", PhaseBreakdown), ("decode", PhaseBreakdown), ("memory", MemoryBreakdown), ("cost", CostBreakdown | None)],
+)  # fmt: skip
+Estimate.__doc__ = "One evaluated configuration, as people and the API read it (fields: planner/engine/fields.py)."
+
+
+def _value(kind: str, value):
+    return int(value) if kind == "int" else float(value)
 
 
 def estimate_from_results(results: Results, i: int, offering: OfferingSpec | None = None) -> Estimate:
-    """Candidate i of a vectorised evaluation as an Estimate."""
+    """Candidate i of a vectorised evaluation as an Estimate: every declared per-candidate
+    field copied from its array, the rest read off the grid and the specs."""
     ctx, g = results.context, results.grid
     chip = ctx.chips[int(g.chip_index[i])]
-    f = {name: float(getattr(results, name)[i]) for name in (
-        "ttft_s", "tpot_s", "tokens_per_s_per_user", "output_tokens_per_s_total", "decode_token_time_s", "ar_tpot_s",
-        "speedup_vs_ar", "tokens_per_step", "queue_wait_s", "mfu", "mbu", "power_w_per_chip", "energy_per_output_token_j",
-        "energy_per_output_token_upper_j",
-    )}  # fmt: skip
-    compute_code = int(results.compute_dtype[i])
-    reasons = () if results.feasible[i] else (results.reason_text(i),)
+    decoding = ctx.decodings[int(g.decoding_index[i])]
+    compute_code = int(results.compute_dtype_code[i])
+    arrays = results.arrays
+    copied = {f.name: _value(f.kind, arrays[f.name][i]) for f in ESTIMATE_FIELDS if f.per_candidate}
     return Estimate(
         model_slug=ctx.model.slug,
         chip_slug=chip.slug,
         chip_count=int(g.chip_count[i]),
         tensor_parallel=int(g.tensor_parallel[i]),
         pipeline_parallel=int(g.pipeline_parallel[i]),
-        replicas=int(results.replicas[i]),
-        total_chips=int(results.total_chips[i]),
         weight_dtype=DTYPES[int(g.weight_dtype[i])],
         kv_dtype=DTYPES[int(g.kv_dtype[i])],
         compute_dtype=DTYPES[compute_code] if compute_code >= 0 else None,
         batch=int(g.batch[i]),
-        decoding=ctx.decodings[int(g.decoding_index[i])].label,
+        decoding=decoding.label,
+        decoding_fields=dict(decoding.result_fields()),
         feasible=bool(results.feasible[i]),
         fits=bool(results.fits[i]),
-        reasons=reasons,
+        reasons=() if results.feasible[i] else (results.reason_text(i),),
         warnings=results.warnings(i),
         efficiency_source=results.efficiency_source(i),
-        prefill_tokens=int(results.prefill_tokens[i]),
-        prefill_padded_tokens=int(results.prefill_padded_tokens[i]),
         prefill=PhaseBreakdown.from_arrays(results.prefill, i),
         decode=PhaseBreakdown.from_arrays(results.decode, i),
-        memory=MemoryBreakdown(
-            weights_bytes_per_chip=float(results.weights_bytes_per_chip[i]),
-            kv_bytes_per_chip=float(results.kv_bytes_per_chip[i]),
-            kv_bytes_per_sequence_per_chip=float(results.kv_bytes_per_sequence_per_chip[i]),
-            activation_bytes_per_chip=float(results.activation_bytes_per_chip[i]),
-            usable_bytes_per_chip=float(results.usable_bytes_per_chip[i]),
-            max_concurrency=int(results.max_concurrency[i]),
-        ),
+        memory=MemoryBreakdown(**{f.name: _value(f.kind, arrays[f.name][i]) for f in MEMORY_FIELDS}),
         cost=_cost(results, i, chip.tdp_watts, offering),
-        **f,
+        **copied,
     )
 
 

@@ -82,7 +82,7 @@ def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
     arrays.update(
         replicas=hw.replicas,
         batch_per_replica=hw.batch_per_replica,
-        compute_dtype=hw.compute_code,
+        compute_dtype_code=hw.compute_code,
         ar_tpot_s=shared.ar_tpot_s,
         prefill_s=shared.prefill_one_s,
         prefill_batched_s_per_prompt=shared.prefill_batched_s,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -14,6 +14,7 @@ from .chips import policy_for
 from .decoding import Decoding
 from .dtypes import ComputeTable
 from .efficiency import EfficiencyTable
+from .fields import ARRAY_FIELDS
 from .forward import BOUND_NAMES, PhaseCost
 from .grid import CandidateGrid
 from .specs import ChipSpec, ModelSpec, Workload
@@ -70,42 +71,25 @@ class EvaluationContext:
 
 @dataclass(frozen=True, kw_only=True)
 class Results:
+    """One array per candidate for every per-candidate field of fields.RESULT_FIELDS,
+    read as attributes (`results.tpot_s`), plus the two phase breakdowns."""
+
     context: EvaluationContext
     grid: CandidateGrid
     prefill: PhaseArrays
     decode: PhaseArrays
-    reason: np.ndarray
-    replicas: np.ndarray
-    batch_per_replica: np.ndarray
-    compute_dtype: np.ndarray
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray  # as users see it, incl. interleaved prefills (colocated)
-    tokens_per_s_per_user: np.ndarray
-    output_tokens_per_s_total: np.ndarray
-    decode_token_time_s: np.ndarray  # decoding alone, per output token per sequence
-    ar_tpot_s: np.ndarray  # the same deployment decoding autoregressively
-    speedup_vs_ar: np.ndarray
-    prefill_s: np.ndarray  # one prompt alone (the TTFT part)
-    prefill_batched_s_per_prompt: np.ndarray  # prefilling b prompts together, per prompt
-    prefill_tokens: np.ndarray  # after TPU bucket padding
-    prefill_padded_tokens: np.ndarray
-    queue_wait_s: np.ndarray
-    prefill_utilisation: np.ndarray
-    concurrency_needed: np.ndarray
-    prefill_chips: np.ndarray
-    total_chips: np.ndarray
-    weights_bytes_per_chip: np.ndarray
-    kv_bytes_per_chip: np.ndarray
-    kv_bytes_per_sequence_per_chip: np.ndarray
-    activation_bytes_per_chip: np.ndarray
-    usable_bytes_per_chip: np.ndarray
-    max_concurrency: np.ndarray  # all replicas
-    tokens_per_step: np.ndarray
-    mfu: np.ndarray
-    mbu: np.ndarray
-    power_w_per_chip: np.ndarray
-    energy_per_output_token_j: np.ndarray
-    energy_per_output_token_upper_j: np.ndarray  # at TDP: an upper bound
+    arrays: Mapping[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        missing, extra = set(ARRAY_FIELDS) - set(self.arrays), set(self.arrays) - set(ARRAY_FIELDS)
+        if missing or extra:
+            raise ValueError(f"result arrays: missing {sorted(missing)}, undeclared {sorted(extra)} (planner/engine/fields.py)")
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        arrays = self.__dict__.get("arrays")
+        if arrays is not None and name in arrays:
+            return arrays[name]
+        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
 
     def __len__(self) -> int:
         return len(self.reason)
@@ -122,9 +106,8 @@ class Results:
         return (self.reason == reasons.OK) | (self.reason >= reasons.SLO_CODES_START)
 
     def take(self, index: np.ndarray) -> Results:
-        arrays = {name: getattr(self, name)[index] for name in _ARRAY_FIELDS}
         return Results(context=self.context, grid=self.grid.take(index), prefill=self.prefill.take(index), decode=self.decode.take(index),
-                       **arrays)  # fmt: skip
+                       arrays={name: values[index] for name, values in self.arrays.items()})  # fmt: skip
 
     def reason_facts(self, i: int) -> reasons.ReasonFacts:
         ctx, g = self.context, self.grid
@@ -182,17 +165,10 @@ class Results:
         return self.context.efficiency.sources[int(self.grid.chip_index[i])][int(self.grid.weight_dtype[i])]
 
 
-# Every per-candidate array of Results, from its declaration above (one place to add a metric).
-_ARRAY_FIELDS = tuple(f.name for f in fields(Results) if f.name not in ("context", "grid", "prefill", "decode"))
-
-
 def results_from_arrays(
     context: EvaluationContext, grid: CandidateGrid, prefill: PhaseArrays, decode: PhaseArrays, arrays: dict[str, np.ndarray]
 ) -> Results:
-    missing = set(_ARRAY_FIELDS) - set(arrays)
-    if missing:
-        raise ValueError(f"missing result arrays: {sorted(missing)}")
-    return Results(context=context, grid=grid, prefill=prefill, decode=decode, **{name: arrays[name] for name in _ARRAY_FIELDS})
+    return Results(context=context, grid=grid, prefill=prefill, decode=decode, arrays=dict(arrays))
 
 
 def group_reasons(results: Results, codes: Sequence[int] | None = None) -> dict[int, np.ndarray]:
@@ -206,7 +182,7 @@ def concatenate_results(parts: Sequence[Results], grid: CandidateGrid) -> Result
     def join(objects, cls):
         return cls(**{f.name: np.concatenate([getattr(o, f.name) for o in objects]) for f in fields(cls)})
 
-    arrays = {name: np.concatenate([getattr(p, name) for p in parts]) for name in _ARRAY_FIELDS}
+    arrays = {name: np.concatenate([p.arrays[name] for p in parts]) for name in ARRAY_FIELDS}
     prefill = join([p.prefill for p in parts], PhaseArrays)
     decode = join([p.decode for p in parts], PhaseArrays)
-    return Results(context=parts[0].context, grid=grid, prefill=prefill, decode=decode, **arrays)
+    return Results(context=parts[0].context, grid=grid, prefill=prefill, decode=decode, arrays=arrays)

@@ -1,0 +1,123 @@
+"""What the API, the CSV export and the web UI show of a result, from the engine's one list
+of result fields (planner/engine/fields.py) plus the few a ranked plan row or an estimate
+answer adds here (the offering chosen, the chip's name and kind, every offering's price).
+
+The OpenAPI schemas of `POST /api/v1/estimates/` and of a plan's ranked rows, the columns of
+`.../export.csv` and the ranking table's metric columns are all built from these lists.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from planner.engine.fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS, RESULT_FIELDS, ResultField
+
+# Added to each ranked row by planner.services (the search's pricing of the candidate).
+PLAN_ROW_FIELDS: tuple[ResultField, ...] = (
+    ResultField(name="usd_per_million_output_tokens", kind="float", unit="USD", description="per 1M output tokens, cheapest offering",
+                per_candidate=False, nullable=True, label="$/1M out", format="usd", csv="usd_per_million_output_tokens"),
+    ResultField(name="usd_per_million_input_tokens", kind="float", unit="USD", description="per 1M input tokens, same offering",
+                per_candidate=False, nullable=True, csv="usd_per_million_input_tokens"),
+    ResultField(name="usd_per_chip_hour", kind="float", unit="USD/h", description="the offering's price per chip-hour, power included",
+                per_candidate=False, nullable=True, csv="usd_per_chip_hour"),
+    ResultField(name="offering", kind="str", unit="", description="slug of the cheapest offering", per_candidate=False, nullable=True,
+                csv="offering"),
+    ResultField(name="pricing_model", kind="str", unit="", description="on_demand, reserved, spot or purchase", per_candidate=False,
+                nullable=True, csv="pricing_model"),
+    ResultField(name="chip_kind", kind="str", unit="", description="cpu, gpu, tpu, lpu or other", per_candidate=False, csv="chip_kind"),
+    ResultField(name="chip_name", kind="str", unit="", description="the chip's name", per_candidate=False),
+    ResultField(name="candidate_index", kind="int", unit="", description="the candidate's index in the plan's grid", per_candidate=False),
+)  # fmt: skip
+
+_JSON_TYPES = {"float": "number", "int": "integer", "str": "string", "bool": "boolean"}
+
+
+def _property(f: ResultField) -> dict[str, Any]:
+    description = f"{f.description} ({f.unit})" if f.unit else f.description
+    if f.kind == "list":
+        schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    elif f.kind == "object":
+        schema = {"type": "object", "additionalProperties": True}
+    else:
+        schema = {"type": _JSON_TYPES[f.kind]}
+    # NaN and infinities become null in JSON, so every float may be null.
+    if f.nullable or f.kind == "float":
+        schema["nullable"] = True
+    return {**schema, "description": description}
+
+
+def _object(fields: tuple[ResultField, ...], description: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        # Nothing is marked required: plans are stored for good, and one stored before a field
+        # was declared keeps its rows as they were.
+        "properties": {**{f.name: _property(f) for f in fields}, **extra},
+    }
+
+
+def _cost_object(description: str, **extra) -> dict[str, Any]:
+    return {**_object(COST_FIELDS, description, **extra), "nullable": True}
+
+
+def estimate_schema(*, extra: tuple[ResultField, ...] = ()) -> dict[str, Any]:
+    """An Estimate as JSON, with its phases, memory and cost."""
+    phase = _object(PHASE_FIELDS, "one forward of the phase, per chip")
+    return _object(
+        ESTIMATE_FIELDS + extra, "one evaluated configuration (planner/engine/fields.py)",
+        prefill=phase, decode=phase, memory=_object(MEMORY_FIELDS, "memory per chip"),
+        cost=_cost_object("the cheapest offering's price for it (null: none priced)"),
+    )  # fmt: skip
+
+
+def estimate_response_schema() -> dict[str, Any]:
+    """What POST /api/v1/estimates/ answers: the estimate and every offering's price."""
+    priced = {
+        "provider": {"type": "string"}, "pricing_model": {"type": "string"}, "as_of": {"type": "string", "format": "date"},
+        "source": {"type": "string"},
+    }  # fmt: skip
+    schema = estimate_schema()
+    schema["properties"].update(
+        tensor_parallel_chosen={"type": "string", "enum": ["auto", "given"], "description": "whether TP was searched or given"},
+        chip_kind={"type": "string", "description": "cpu, gpu, tpu, lpu or other"},
+        costs={"type": "array", "items": _cost_object("one offering's price", **priced), "description": "every offering, cheapest first"},
+        cost=_cost_object("the cheapest of costs (null: the chip has no offering)", **priced),
+    )
+    return schema
+
+
+def plan_row_schema() -> dict[str, Any]:
+    return estimate_schema(extra=PLAN_ROW_FIELDS)
+
+
+def plan_results_schema() -> dict[str, Any]:
+    row = plan_row_schema()
+    return {
+        "type": "object",
+        "properties": {
+            "ranked": {"type": "array", "items": row, "description": "feasible configurations, cheapest first"},
+            "pareto_cost_tpot": {"type": "array", "items": row},
+            "pareto_cost_ttft": {"type": "array", "items": row},
+            "infeasible": {"type": "array", "items": {"type": "object", "properties": {
+                "reason": {"type": "string"}, "count": {"type": "integer"}, "example": {"type": "string"},
+                "example_configuration": row}}},
+            "over_budget_count": {"type": "integer"},
+            "search_seconds": {"type": "number", "nullable": True},
+            "candidates_per_s": {"type": "number", "nullable": True},
+            "efficiency_sources": {"type": "array", "items": {"type": "string"}},
+        },
+    }  # fmt: skip
+
+
+def csv_columns() -> list[ResultField]:
+    """Columns of a plan's CSV export, in declaration order."""
+    return [f for f in RESULT_FIELDS + PLAN_ROW_FIELDS if f.csv]
+
+
+def table_columns() -> list[ResultField]:
+    """The ranking table's metric columns: every declared field with a label."""
+    return [f for f in PLAN_ROW_FIELDS + RESULT_FIELDS if f.label]
+
+
+def validated_fields() -> list[ResultField]:
+    """What a validation trial measures: its predicted-vs-measured rows."""
+    return [f for f in RESULT_FIELDS if f.validated]
