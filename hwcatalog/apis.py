@@ -119,6 +119,7 @@ class ModelImportApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         model, style = services.model_import_hf(
-            config=data["config"], slug=data["slug"], name=data.get("name"), family=data.get("family"), source=data.get("source")
-        )
+            config=data["config"], slug=data["slug"], name=data.get("name"), family=data.get("family"), source=data.get("source"),
+            hf_id=data.get("hf_id", ""), quant_config=data.get("quant_config"),
+        )  # fmt: skip
         return Response(ImportResultSerializer({"model": model, "detected_style": style}).data, status=status.HTTP_201_CREATED)

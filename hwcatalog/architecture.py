@@ -52,6 +52,8 @@ class ArchShape:
     num_shared_experts: int | None = None
     moe_layer_count: int | None = None
     moe_intermediate_size: int | None = None
+    sliding_window: int | None = None  # tokens a windowed layer attends to
+    sliding_window_layers: int | None = None  # layers with the window (None with a window: all)
 
     @property
     def is_moe(self) -> bool:

@@ -60,6 +60,7 @@ class Chip(Sourced):
     chips_per_node = models.PositiveIntegerField(null=True, blank=True)
     cores = models.PositiveIntegerField(null=True, blank=True, help_text="CPU cores per socket.")
     tdp_watts = models.FloatField(null=True, blank=True)
+    aliases = models.JSONField(default=list, blank=True, help_text="Other names of this chip (e.g. AIConfigurator's system names h100_sxm, gb200).")
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
@@ -176,6 +177,30 @@ class ModelArch(Sourced):
     generation_kind = models.CharField(max_length=16, choices=GenerationKind.choices, default=GenerationKind.AUTOREGRESSIVE)
     default_block_size = models.PositiveIntegerField(null=True, blank=True)
     max_context_tokens = models.PositiveIntegerField()
+    sliding_window = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens a windowed layer attends to (empty: none).")
+    sliding_window_layers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How many layers use the window (empty with a window: all of them)."
+    )
+    hf_id = models.CharField(max_length=200, blank=True, default="", db_index=True, help_text="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B.")
+    hf_aliases = models.JSONField(
+        default=list, blank=True, help_text="Other Hugging Face repositories of the same architecture (instruct, pre-quantised: nvidia/...-FP8)."
+    )
+    class CheckpointFormat(models.TextChoices):
+        NONE = "", "not stated"
+        FP32 = "fp32", "fp32"
+        BF16 = "bf16", "bf16"
+        FP16 = "fp16", "fp16"
+        FP8 = "fp8", "fp8 (per tensor)"
+        FP8_BLOCK = "fp8_block", "fp8, block-scaled"
+        INT8 = "int8", "int8"
+        INT4 = "int4", "int4 with group scales"
+        MXFP4 = "mxfp4", "MXFP4"
+        NVFP4 = "nvfp4", "NVFP4"
+
+    checkpoint_format = models.CharField(
+        max_length=16, blank=True, default="", choices=CheckpointFormat.choices,
+        help_text="The published checkpoint's weight format, read from quantization_config / hf_quant_config.json.",
+    )
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:

@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from hwcatalog.models import Chip, ModelArch, Offering
-from hwcatalog.validation import SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
+from hwcatalog.validation import HF_ID, SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
 
 
 class _RuleValidated(serializers.ModelSerializer):
@@ -82,8 +82,20 @@ class HfConfigImportSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     family = serializers.CharField(max_length=80, required=False)
     source = serializers.CharField(max_length=1000, required=False)
+    hf_id = serializers.RegexField(HF_ID.pattern, max_length=200, required=False)
     config = serializers.JSONField(required=False)
     config_file = serializers.FileField(required=False)
+    quant_config = serializers.JSONField(required=False, help_text="The checkpoint's hf_quant_config.json (NVIDIA ModelOpt), if it has one.")
+
+    def validate_hf_id(self, hf_id: str) -> str:
+        if ModelArch.objects.filter(hf_id=hf_id).exists():
+            raise serializers.ValidationError(f"A model with hf_id {hf_id!r} already exists.")
+        return hf_id
+
+    def validate_quant_config(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("An hf_quant_config.json must be a JSON object.")
+        return value
 
     def validate_slug(self, slug: str) -> str:
         if ModelArch.objects.filter(slug=slug).exists():

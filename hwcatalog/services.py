@@ -102,19 +102,24 @@ def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
 
 @transaction.atomic
 def model_import_hf(
-    *, config: dict[str, Any], slug: str, name: str | None = None, family: str | None = None, source: str | None = None
+    *, config: dict[str, Any], slug: str, name: str | None = None, family: str | None = None, source: str | None = None,
+    hf_id: str = "", quant_config: dict[str, Any] | None = None,
 ) -> tuple[ModelArch, str]:
-    """Create a ModelArch from a Hugging Face config.json. Raises ValidationError naming
-    the offending field; stores nothing on error."""
+    """Create a ModelArch from a Hugging Face config.json (and the checkpoint's hf_quant_config.json,
+    if any), recording its Hugging Face id. Raises ValidationError naming the offending field;
+    stores nothing on error."""
+    if hf_id and ModelArch.objects.filter(hf_id=hf_id).exists():
+        raise ValidationError({"hf_id": f"A model with hf_id {hf_id!r} already exists."})
     try:
-        imported = fields_from_hf_config(config)
+        imported = fields_from_hf_config(config, quant_config)
     except ConfigError as exc:
         raise ValidationError(exc.errors) from None
     model = ModelArch(
         slug=slug,
         name=name or slug,
         family=family or str(config.get("model_type") or imported.style),
-        sources=[source or "uploaded Hugging Face config.json"],
+        sources=[source or (f"https://huggingface.co/{hf_id}/blob/main/config.json" if hf_id else "uploaded Hugging Face config.json")],
+        hf_id=hf_id,
         as_of=dt.date.today(),
         notes=f"Imported from a {imported.style}-style config.json; parameter counts derived from the shapes.",
         **imported.fields,

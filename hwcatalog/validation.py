@@ -2,6 +2,8 @@
 and the HF importer, so every way in says the same thing about the same field."""
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,7 +83,34 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         errors["active_params"] = "Cannot exceed total_params."
     if data.get("generation_kind") == "block_diffusion" and not data.get("default_block_size"):
         errors["default_block_size"] = "Required for block_diffusion models."
+    _positive(errors, data, "sliding_window", maximum=100_000_000, required=False)
+    _positive(errors, data, "sliding_window_layers", maximum=MAX_LAYERS, required=False)
+    if data.get("sliding_window_layers") and not data.get("sliding_window"):
+        errors["sliding_window_layers"] = "Needs a sliding_window."
+    elif (data.get("sliding_window_layers") or 0) > data["num_layers"]:
+        errors["sliding_window_layers"] = "Cannot exceed num_layers."
+    hf_id = data.get("hf_id")
+    if hf_id and (not isinstance(hf_id, str) or not HF_ID.fullmatch(hf_id)):
+        errors["hf_id"] = "A Hugging Face repository id: ORG/NAME (letters, digits, '.', '_', '-')."
+    message = validate_names(data.get("hf_aliases", []), pattern=HF_ID, what="Hugging Face repository ids (ORG/NAME)")
+    if message:
+        errors["hf_aliases"] = message
     return errors
+
+
+HF_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def validate_names(names: Any, *, pattern: re.Pattern, what: str) -> str | None:
+    """A list of at most 20 distinct names matching `pattern`."""
+    if names in (None, ""):
+        return None
+    if not isinstance(names, list) or len(names) > 20 or not all(isinstance(n, str) and pattern.fullmatch(n) for n in names):
+        return f"A list of at most 20 {what}."
+    if len(set(names)) != len(names):
+        return "Each name at most once."
+    return None
 
 
 CHIP_PEAK_FIELDS = (
@@ -104,6 +133,9 @@ def validate_chip(data: Mapping[str, Any]) -> Errors:
     _positive(errors, data, "tdp_watts", maximum=1e6, required=False)
     if not errors and not any(data.get(f) for f in CHIP_PEAK_FIELDS):
         errors["peak_bf16_flops_per_s"] = "A chip needs at least one peak FLOP/s figure."
+    message = validate_names(data.get("aliases", []), pattern=ALIAS, what="names (letters, digits, '.', '_', '-')")
+    if message:
+        errors["aliases"] = message
     return errors
 
 

@@ -10,7 +10,7 @@ from django.db.models import Max
 from hwcatalog.models import Chip
 from planner import catalog_specs
 from planner.engine.calibration import Observation, fit_efficiency
-from planner.engine.efficiency import default_efficiency
+from planner.engine.efficiency import FACTORS, default_efficiency
 from planner.models import Calibration
 
 
@@ -38,11 +38,11 @@ def calibration_fit(*, chip: Chip, weight_dtype: str, observations: Sequence[Obs
     version = (latest or 0) + 1
     prior = default_efficiency(catalog_specs.chip_spec(chip), weight_dtype)
     fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)")
-    e = fit.efficiency
+    # Every factor is stored, fitted or kept from the prior: a calibration never drops one.
+    factors = {name: getattr(fit.efficiency, name) for name in FACTORS}
     return Calibration.objects.create(
-        chip_slug=chip.slug, weight_dtype=weight_dtype, version=version, compute_fraction=e.compute_fraction,
-        bandwidth_fraction=e.bandwidth_fraction, step_overhead_s=e.step_overhead_s, link_bandwidth_fraction=e.link_bandwidth_fraction,
-        run_count=fit.runs, fitted_from=[str(r) for r in run_ids], residual_rms=fit.residual_rms_s,
+        chip_slug=chip.slug, weight_dtype=weight_dtype, version=version, **factors, run_count=fit.runs,
+        fitted_from=[str(r) for r in run_ids], residual_rms=fit.residual_rms_s,
     )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering
-from planner.engine.efficiency import Efficiency
+from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec
 from planner.models import Calibration
 
@@ -66,19 +66,24 @@ def offering_spec(offering: Offering) -> OfferingSpec:
 
 
 def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:
-    """The newest active calibration per (chip, weight dtype)."""
+    """The newest active calibration per (chip, weight dtype), every factor applied. A factor a row
+    lacks (fitted before it was stored) is the chip's spec default for that dtype."""
+    slugs = list(chip_slugs)
     newest: dict[tuple[str, str], Efficiency] = {}
-    rows = Calibration.objects.filter(chip_slug__in=list(chip_slugs), active=True).order_by("chip_slug", "weight_dtype", "-version")
+    rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "weight_dtype", "-version")
+    chips: dict[str, Chip] | None = None
     for row in rows:
         key = (row.chip_slug, row.weight_dtype)
-        if key not in newest:
-            newest[key] = Efficiency(
-                compute_fraction=row.compute_fraction,
-                bandwidth_fraction=row.bandwidth_fraction,
-                step_overhead_s=row.step_overhead_s,
-                link_bandwidth_fraction=row.link_bandwidth_fraction,
-                source=row.label,
-            )
+        if key in newest:
+            continue
+        factors = {name: getattr(row, name) for name in FACTORS}
+        if any(value is None for value in factors.values()):
+            chips = chips if chips is not None else {c.slug: c for c in Chip.objects.filter(slug__in=slugs)}
+            chip = chips.get(row.chip_slug)
+            dtype = row.weight_dtype if row.weight_dtype != "*" else "bf16"
+            default = default_efficiency(chip_spec(chip), dtype) if chip else Efficiency(**{k: v for k, v in factors.items() if v is not None})
+            factors = {name: getattr(default, name) if value is None else value for name, value in factors.items()}
+        newest[key] = Efficiency(**factors, source=row.label)
     return newest
 
 

@@ -109,10 +109,20 @@ class DecodingSerializer(serializers.Serializer):
 
 
 class EfficiencySerializer(serializers.Serializer):
-    compute_fraction = serializers.FloatField(min_value=0.01, max_value=1.0)
-    bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0)
-    step_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0)
-    link_bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, default=0.8)
+    """Overrides of the efficiency factors: each factor given replaces the chip's (calibrated or spec
+    default) value, the others stay as they are."""
+
+    compute_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
+    bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
+    step_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    link_bandwidth_fraction = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
+    collective_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    prefill_layer_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError("Give at least one efficiency factor to override.")
+        return attrs
 
 
 class WorkloadSerializer(serializers.Serializer):

@@ -80,8 +80,9 @@ def _workload(data: dict[str, Any]) -> Workload:
     )
 
 
-def _efficiency(data: dict[str, Any] | None) -> Efficiency | None:
-    return Efficiency(**data, source="override") if data else None
+def _efficiency(data: dict[str, Any] | None) -> dict[str, float] | None:
+    """The factors an request overrides; the engine keeps the chip's own for the rest."""
+    return dict(data) if data else None
 
 
 def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:

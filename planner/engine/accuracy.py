@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dtypes import default_kv_dtype
-from .efficiency import Calibration, Efficiency
+from .efficiency import Calibration, Efficiency, Override
 from .estimate import Estimate, estimate
 from .decoding import Decoding, Resolvers
 from .decoding import decoding_from_params as _method_from_params
@@ -40,11 +40,11 @@ def summarize(rows: Iterable[Mapping]) -> dict:
     if present, is used as is). Errors in percent."""
     items = [dict(r) for r in rows]
     if not items:
-        return {"mdape": float("nan"), "mape": float("nan"), "by_chip_kind": {}, "by_metric": {}, "count": 0}
+        return {"mdape": float("nan"), "mape": float("nan"), "by_chip_kind": {}, "by_metric": {}, "by_engine": {}, "count": 0}
     for r in items:
         r.setdefault("ape", absolute_percentage_error(float(r["predicted"]), float(r["measured"])))
     out = _stats([r["ape"] for r in items])
-    for key, name in (("chip_kind", "by_chip_kind"), ("metric", "by_metric")):
+    for key, name in (("chip_kind", "by_chip_kind"), ("metric", "by_metric"), ("engine", "by_engine")):
         groups: dict[str, list[float]] = {}
         for r in items:
             groups.setdefault(str(r.get(key, "")), []).append(r["ape"])
@@ -132,7 +132,7 @@ def predict_row(
     chip: ChipSpec,
     *,
     draft: ModelSpec | None = None,
-    efficiency: Efficiency | None = None,
+    efficiency: Override | None = None,
     calibration: Calibration | None = None,
 ) -> Estimate:
     """Estimate the configuration a measured row describes."""

@@ -82,21 +82,40 @@ def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency
     return base
 
 
+# The factors an Efficiency carries (every field but its source label): what a calibration stores
+# and an override may set. One list, so a new factor cannot be dropped on the way (planner/models.py).
+FACTORS: tuple[str, ...] = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction",
+                            "collective_overhead_s", "prefill_layer_overhead_s")  # fmt: skip
+
+Override = Efficiency | Mapping[str, float]
+
+
 def resolve_efficiency(
     chip: ChipSpec,
     weight_dtype: str,
     *,
     calibration: Calibration | None = None,
-    override: Efficiency | None = None,
+    override: Override | None = None,
 ) -> Efficiency:
-    """Override > calibration (chip, dtype) > calibration (chip, "*") > default."""
-    if override is not None:
+    """Override > calibration (chip, dtype) > calibration (chip, "*") > default.
+
+    An override given as a mapping replaces only the factors it names, on top of what the chip
+    would otherwise use; a whole Efficiency replaces everything."""
+    if isinstance(override, Efficiency):
         return override
+    resolved = None
     if calibration:
         for key in ((chip.slug, weight_dtype), (chip.slug, "*")):
             if key in calibration:
-                return calibration[key]
-    return default_efficiency(chip, weight_dtype)
+                resolved = calibration[key]
+                break
+    resolved = resolved or default_efficiency(chip, weight_dtype)
+    if override:
+        unknown = set(override) - set(FACTORS)
+        if unknown:
+            raise ValueError(f"unknown efficiency factors: {sorted(unknown)}; expected some of {', '.join(FACTORS)}")
+        resolved = replace(resolved, **override, source="override")
+    return resolved
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,12 +135,10 @@ def efficiency_table(
     chips: Sequence[ChipSpec],
     *,
     calibration: Calibration | None = None,
-    override: Efficiency | None = None,
+    override: Override | None = None,
 ) -> EfficiencyTable:
     shape = (len(chips), len(DTYPES))
-    names = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction", "collective_overhead_s",
-             "prefill_layer_overhead_s")
-    fields = {name: np.empty(shape) for name in names}
+    fields = {name: np.empty(shape) for name in FACTORS}
     sources = []
     for i, chip in enumerate(chips):
         row = []

@@ -9,7 +9,7 @@ import numpy as np
 
 from .cost import offering_usd_per_chip_hour, usd_per_million_input_tokens, usd_per_million_tokens
 from .dtypes import default_kv_dtype
-from .efficiency import Calibration, Efficiency
+from .efficiency import Calibration, Efficiency, Override
 from .evaluate import evaluate
 from .fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS
 from .forward import BOUND_NAMES
@@ -130,7 +130,7 @@ def evaluate_deployment(
     workload: Workload,
     *,
     batch: int | str | None = None,
-    efficiency: Efficiency | None = None,
+    efficiency: Override | None = None,
     calibration: Calibration | None = None,
     disaggregated: bool = False,
 ) -> Evaluation:
@@ -164,7 +164,7 @@ def estimate(
     workload: Workload,
     *,
     batch: int | str | None = None,
-    efficiency: Efficiency | None = None,
+    efficiency: Override | None = None,
     calibration: Calibration | None = None,
     offering: OfferingSpec | None = None,
     disaggregated: bool = False,

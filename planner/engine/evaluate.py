@@ -14,7 +14,7 @@ from .cost import energy_per_token_j, power_fraction
 from .chips import lpu, policy_for
 from .decoding import Autoregressive, DecodeInputs, DecodeOutcome, Decoding
 from .dtypes import compute_table
-from .efficiency import Calibration, Efficiency, efficiency_table
+from .efficiency import Calibration, Efficiency, Override, efficiency_table
 from .forward import PhaseCost, forward_cost
 from .grid import CandidateGrid
 from .hardware import CandidateHardware, candidate_hardware, chip_table
@@ -27,7 +27,8 @@ from .units import DTYPE_BYTES
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
 
 _PHASE_KEYS = ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "comm_s", "overhead_s", "time_s",
-               "intensity_flop_per_byte", "ridge_flop_per_byte", "bound")  # fmt: skip
+               "intensity_flop_per_byte", "ridge_flop_per_byte", "effective_ridge_flop_per_byte", "bound")  # fmt: skip
+_RIDGES = ("ridge_flop_per_byte", "effective_ridge_flop_per_byte")
 
 
 def evaluate(
@@ -37,7 +38,7 @@ def evaluate(
     workload: Workload,
     decodings: Sequence[Decoding] = (Autoregressive(),),
     *,
-    efficiency: Efficiency | None = None,
+    efficiency: Override | None = None,
     calibration: Calibration | None = None,
     disaggregated: bool = False,
 ) -> Results:
@@ -76,9 +77,13 @@ def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
         sub = (grid, hw, shared) if whole else (grid.take(index), hw.take(index), shared.take(index))
         parts.append((index, _evaluate_one_decoding(context, decodings[d], *sub)))
     arrays = _assemble(parts, len(grid))
+    # The datasheet ridge, and the one the phase times (and so the bound label) use: each peak
+    # scaled by its efficiency factor (docs/planner_math.md#forward-cost).
     ridge = hw.peak_flops_per_s / hw.bandwidth_bytes_per_s
-    prefill = PhaseArrays.from_cost(shared.prefill, ridge)
-    decode = PhaseArrays(ridge_flop_per_byte=ridge, **{k: arrays.pop("decode_" + k) for k in _PHASE_KEYS if k != "ridge_flop_per_byte"})
+    effective = ridge * hw.compute_fraction / hw.bandwidth_fraction
+    prefill = PhaseArrays.from_cost(shared.prefill, ridge, effective)
+    decode = PhaseArrays(ridge_flop_per_byte=ridge, effective_ridge_flop_per_byte=effective,
+                         **{k: arrays.pop("decode_" + k) for k in _PHASE_KEYS if k not in _RIDGES})  # fmt: skip
     arrays.update(
         replicas=hw.replicas,
         batch_per_replica=hw.batch_per_replica,
@@ -247,7 +252,7 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     checks = [
         (reasons.TP_NOT_DIVIDING_HEADS, model.num_attention_heads % np.maximum(tp, 1) != 0),
         (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
-         | ((tp > hw.node_size) & ~hw.tp_spans_nodes) | (pp > model.num_layers)),  # fmt: skip
+         | (pp > model.num_layers)),  # fmt: skip
         (reasons.NO_MATH_PATH, (hw.compute_code < 0) | no_math),
         (reasons.LPU_TOO_FEW_CHIPS, hw.weights_on_chip_only & (per_replica < min_chips_for_weights)),
         (reasons.WEIGHTS_DONT_FIT, ~mem.weights_fit),

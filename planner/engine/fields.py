@@ -127,7 +127,9 @@ PHASE_FIELDS: tuple[ResultField, ...] = (
     _f("overhead_s", "s", "fixed cost per forward (launches, scheduler, sampling)"),
     _f("time_s", "s", "the forward's time"),
     _f("intensity_flop_per_byte", "FLOP/B", "arithmetic intensity"),
-    _f("ridge_flop_per_byte", "FLOP/B", "peak / bandwidth of the compute dtype"),
+    _f("ridge_flop_per_byte", "FLOP/B", "datasheet peak / bandwidth of the compute dtype"),
+    _f("effective_ridge_flop_per_byte", "FLOP/B", "the ridge the times use: efficiency-scaled peak / efficiency-scaled bandwidth; "
+       "the bound is compute above it, memory below it (communication and overhead aside)"),
     _f("bound", "", "compute | memory | interconnect: the largest term", kind="str"),
 )
 COST_FIELDS: tuple[ResultField, ...] = (

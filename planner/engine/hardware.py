@@ -110,7 +110,11 @@ def candidate_hardware(
     link = table.link_bytes_per_s[c] * efficiency.link_bandwidth_fraction[c, w]
     # Stages beyond one node talk over the inter-node network (one NIC per
     # chip); LPUs are wired chip to chip across racks, so they keep their link.
-    crosses_nodes = (per_replica > table.node_size[c]) & table.stages_cross_network[c]
+    network = table.stages_cross_network[c]
+    crosses_nodes = (per_replica > table.node_size[c]) & network
+    # Tensor parallelism wider than a node (multi-node TP, as TensorRT-LLM runs TP 16 over two
+    # 8-GPU nodes) all-reduces over the same NICs.
+    tp_link = np.where((tp > table.node_size[c]) & network, np.minimum(link, INTER_NODE_BYTES_PER_S), link)
     compute_code = compute.compute_code[c, w]
     return CandidateHardware(
         kind_code=kind,
@@ -128,7 +132,7 @@ def candidate_hardware(
         bandwidth_fraction=efficiency.bandwidth_fraction[c, w],
         step_overhead_s=efficiency.step_overhead_s[c, w],
         prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
-        link_bytes_per_s=link,
+        link_bytes_per_s=tp_link,
         link_latency_s=table.link_latency_s[c] + efficiency.collective_overhead_s[c, w],
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
         weight_bytes_per_param=DTYPE_BYTES_ARRAY[w],

@@ -82,8 +82,8 @@ def reason_text(code: int, f: ReasonFacts) -> str:
         return f"{f.model_slug} has {f.num_attention_heads} attention heads; tensor_parallel={f.tensor_parallel} does not divide them"
     if code == INVALID_LAYOUT:
         return (
-            f"{f.chip_count} chips cannot be split as {layout}: chip_count must be a multiple of tp*pp, "
-            f"tp at most {f.node_size} chips per node, pp at most {f.num_layers} layers"
+            f"{f.chip_count} chips cannot be split as {layout}: chip_count must be a multiple of tp*pp "
+            f"and pp at most {f.num_layers} layers"
         )
     if code == NO_MATH_PATH:
         return f"{f.chip_slug} lists no compute peak usable for {f.weight_dtype} weights"

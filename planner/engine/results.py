@@ -31,11 +31,12 @@ class PhaseArrays:
     overhead_s: np.ndarray
     time_s: np.ndarray
     intensity_flop_per_byte: np.ndarray
-    ridge_flop_per_byte: np.ndarray  # peak / BW of the chip's compute dtype
+    ridge_flop_per_byte: np.ndarray  # peak / BW of the chip's compute dtype (datasheet)
+    effective_ridge_flop_per_byte: np.ndarray  # eta_c*peak / (eta_m*BW): where the phase times cross
     bound: np.ndarray  # index into BOUND_NAMES
 
     @classmethod
-    def from_cost(cls, cost: PhaseCost, ridge: np.ndarray) -> PhaseArrays:
+    def from_cost(cls, cost: PhaseCost, ridge: np.ndarray, effective_ridge: np.ndarray) -> PhaseArrays:
         return cls(
             flops_per_chip=cost.flops_per_chip,
             bytes_per_chip=cost.bytes_per_chip,
@@ -46,6 +47,7 @@ class PhaseArrays:
             time_s=cost.time_s,
             intensity_flop_per_byte=cost.intensity_flop_per_byte,
             ridge_flop_per_byte=ridge,
+            effective_ridge_flop_per_byte=effective_ridge,
             bound=cost.bound,
         )
 

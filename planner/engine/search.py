@@ -10,7 +10,7 @@ import numpy as np
 
 from . import reasons
 from .cost import cheapest_offering, offering_table, usd_per_million_input_tokens, usd_per_million_tokens
-from .efficiency import Calibration, Efficiency
+from .efficiency import Calibration, Efficiency, Override
 from .estimate import Estimate, estimate_from_results
 from .evaluate import evaluate
 from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, cartesian_grid
@@ -28,7 +28,7 @@ class SearchOptions:
     max_chip_count: int = 64
     tensor_parallel_options: tuple[int, ...] = DEFAULT_TENSOR_PARALLEL
     pricing_models: tuple[str, ...] | None = None  # e.g. ("on_demand",); None: all
-    efficiency: Efficiency | None = None
+    efficiency: Override | None = None
     calibration: Calibration | None = None
     disaggregated: bool = False
 

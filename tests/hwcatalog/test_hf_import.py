@@ -19,6 +19,10 @@ REAL_CONFIGS = [
     ("mixtral-8x7b.json", 46.7e9, 12.9e9, 131_072),
     ("deepseek-v3.json", 671e9, 37e9, 61 * 576 * 2),
     ("gpt-j-6b.json", 6.05e9, None, 458_752),
+    ("qwen3-32b.json", 32.8e9, None, 2 * 64 * 8 * 128 * 2),
+    ("qwen3-235b-a22b-fp8.json", 235e9, 22e9, 2 * 94 * 4 * 128 * 2),
+    ("gpt-oss-120b.json", 116.83e9, None, 2 * 36 * 8 * 64 * 2),  # its card's 5.13B active leaves out the embedding
+    ("deepseek-v3.1-nvfp4.json", 671e9, 37e9, 61 * 576 * 2),
 ]
 
 

@@ -19,22 +19,21 @@ class Command(BaseCommand):
         parser.add_argument("--name")
         parser.add_argument("--family")
         parser.add_argument("--source")
+        parser.add_argument("--hf-id", default="", help="The Hugging Face repository, e.g. Qwen/Qwen3-32B.")
+        parser.add_argument("--quant-config", type=Path, help="The checkpoint's hf_quant_config.json, if it has one.")
 
-    def handle(self, *args, config: Path, slug: str, name, family, source, **options):
-        if not config.is_file():
-            raise CommandError(f"{config}: no such file")
-        if config.stat().st_size > settings.MAX_CONFIG_UPLOAD_BYTES:
-            raise CommandError(f"{config}: larger than {settings.MAX_CONFIG_UPLOAD_BYTES} bytes; not a config.json")
-        try:
-            data = json.loads(config.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CommandError(f"{config}: not JSON ({exc})") from None
+    def handle(self, *args, config: Path, slug: str, name, family, source, hf_id, quant_config, **options):
+        data = _read_json(config)
+        quant = _read_json(quant_config) if quant_config else None
         from hwcatalog.models import ModelArch
 
         if ModelArch.objects.filter(slug=slug).exists():
             raise CommandError(f"slug: a model {slug!r} already exists")
         try:
-            model, style = model_import_hf(config=data, slug=slug, name=name, family=family, source=source or str(config))
+            model, style = model_import_hf(
+                config=data, slug=slug, name=name, family=family, source=source or (None if hf_id else str(config)), hf_id=hf_id,
+                quant_config=quant,
+            )  # fmt: skip
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
         self.stdout.write(
@@ -43,3 +42,14 @@ class Command(BaseCommand):
                 f"{model.kv_cache_bytes_per_token('bf16'):,.0f} KV bytes/token at bf16"
             )
         )
+
+
+def _read_json(path: Path):
+    if not path.is_file():
+        raise CommandError(f"{path}: no such file")
+    if path.stat().st_size > settings.MAX_CONFIG_UPLOAD_BYTES:
+        raise CommandError(f"{path}: larger than {settings.MAX_CONFIG_UPLOAD_BYTES} bytes; not a config.json")
+    try:
+        return json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CommandError(f"{path}: not JSON ({exc})") from None

@@ -30,9 +30,16 @@ def attention_for(shape: ArchShape) -> Attention:
             num_layers=shape.num_layers, num_heads=shape.num_attention_heads, head_dim=shape.head_dim,
             kv_lora_rank=shape.kv_lora_rank, qk_rope_head_dim=shape.qk_rope_head_dim,
         )  # fmt: skip
-    return FullAttention(
-        num_layers=shape.num_layers, num_heads=shape.num_attention_heads, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim
-    )
+    def full(layers: int) -> FullAttention:
+        return FullAttention(num_layers=layers, num_heads=shape.num_attention_heads, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim)
+
+    if not shape.sliding_window:
+        return full(shape.num_layers)
+    windowed = min(shape.sliding_window_layers or shape.num_layers, shape.num_layers)
+    banded = SlidingWindow(inner=full(windowed), window_tokens=shape.sliding_window)
+    if windowed == shape.num_layers:
+        return banded
+    return Hybrid(parts=(full(shape.num_layers - windowed), banded))
 
 
 __all__ = [

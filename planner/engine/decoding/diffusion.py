@@ -16,16 +16,26 @@ ADAPTIVE_WINDOW_START_TOKENS = 64
 
 
 def diffusion_windows(output_tokens: int, window_tokens: int, adaptive: bool) -> list[tuple[int, float]]:
-    """(window, share of the S steps) per stage. Adaptive: 64, 128, ... until the
-    window covers G; each stage gets steps in proportion to the tokens it adds."""
-    if not adaptive:
+    """(generated span a forward covers, share of the S steps) per stage; each stage gets steps in
+    proportion to the tokens it adds.
+
+    - A window covering the answer: one stage over it.
+    - A window shorter than the answer (LLaDA's semi-autoregressive blocks): the answer is made
+      window by window, each forward spanning what is done so far plus the current window, so
+      a longer answer costs more.
+    - Adaptive: a window of 64, 128, ... tokens, doubling until it covers G.
+    """
+    if not adaptive and window_tokens >= output_tokens:
         return [(window_tokens, 1.0)]
-    stages, window, covered = [], ADAPTIVE_WINDOW_START_TOKENS, 0
+    stages, covered = [], 0
+    window = ADAPTIVE_WINDOW_START_TOKENS if adaptive else window_tokens
     while covered < output_tokens:
-        new = min(window, output_tokens) - covered
-        stages.append((window, new / output_tokens))
+        span = min(window if adaptive else covered + window, output_tokens)
+        new = span - covered
+        stages.append((window if adaptive else span, new / output_tokens))
         covered += new
-        window *= 2
+        if adaptive:
+            window *= 2
     return stages
 
 

@@ -1,0 +1,157 @@
+"""NVIDIA AIConfigurator's silicon layout of measured serving results, read as published
+(columns and meanings: the layout's README; an example is tests/fixtures/silicon_sample.csv).
+
+Each row is one serving configuration measured at a closed-loop concurrency, with its mean
+TTFT and TPOT. `read_silicon` types the rows as they are; `silicon_estimates` turns one row
+into the planner's estimate of each of the two metrics:
+- agg: one worker of tp x attention_dp x pp GPUs serves prefill and decode (continuous
+  batching); the batch is the concurrency, capped at the engine's max batch.
+- disagg: TTFT from one prefill worker at its batch, TPOT from one decode worker holding
+  concurrency / decode workers sequences; both on the disaggregated serving model.
+A field published as 0 or empty counts as 1 (a degree that is not used); tp_size 0 leaves
+no layout to predict and is refused with that reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .decoding import Autoregressive
+from .deployment import Deployment
+from .dtypes import default_kv_dtype
+from .efficiency import Calibration
+from .estimate import Estimate, estimate
+from .specs import ChipSpec, ModelSpec, Workload
+
+SILICON_COLUMNS = frozenset({"silicon_ttft_ms", "silicon_tpot_ms", "model_path", "system", "isl", "osl"})
+METRICS = ("ttft_s", "tpot_s")
+# The layout's precision column -> the engine's weight dtype ("" is the unquantised bf16 checkpoint).
+WEIGHT_DTYPES = {"": "bf16", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp4": "fp4", "int4": "int4"}
+ENGINE_NAMES = {"trtllm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}
+
+
+def is_silicon_layout(fieldnames: Sequence[str] | None) -> bool:
+    return bool(fieldnames) and SILICON_COLUMNS <= set(fieldnames)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerLayout:
+    workers: int
+    batch: int | None
+    tensor_parallel: int
+    pipeline_parallel: int
+    attention_data_parallel: int
+    moe_tensor_parallel: int
+    moe_expert_parallel: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.attention_data_parallel * self.pipeline_parallel
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiliconRow:
+    id: str
+    engine: str  # trtllm | sglang | vllm
+    engine_version: str
+    model_path: str  # the Hugging Face repository
+    system: str  # h100_sxm, h200_sxm, b200_sxm, gb200
+    precision: str
+    mode: str  # agg | disagg
+    prompt_tokens: int
+    output_tokens: int
+    concurrency: int
+    agg: WorkerLayout | None
+    prefill: WorkerLayout | None
+    decode: WorkerLayout | None
+    ttft_s: float
+    tpot_s: float
+    source: str
+
+    @property
+    def engine_label(self) -> str:
+        return f"{ENGINE_NAMES.get(self.engine, self.engine)} {self.engine_version}".strip()
+
+    def measured(self, metric: str) -> float:
+        return self.ttft_s if metric == "ttft_s" else self.tpot_s
+
+
+def _int(value: str, default: int | None = None) -> int | None:
+    value = (value or "").strip()
+    return int(float(value)) if value else default
+
+
+def _degree(value: str) -> int:
+    """A parallel degree: 0 or empty as published means the degree is not used (1)."""
+    return max(_int(value, 1) or 1, 1)
+
+
+def _layout(r: dict[str, str], prefix: str) -> WorkerLayout:
+    return WorkerLayout(
+        workers=_degree(r.get(f"{prefix}num_workers", "")), batch=_int(r.get(f"{prefix}batch_size", "")),
+        tensor_parallel=_int(r.get(f"{prefix}tp_size", ""), 0) or 0, pipeline_parallel=_degree(r.get(f"{prefix}pp_size", "")),
+        attention_data_parallel=_degree(r.get(f"{prefix}attention_dp_size", "")),
+        moe_tensor_parallel=_degree(r.get(f"{prefix}moe_tp_size", "")), moe_expert_parallel=_degree(r.get(f"{prefix}moe_ep_size", "")),
+    )  # fmt: skip
+
+
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+
+
+def read_silicon(lines: Iterable[str]) -> list[SiliconRow]:
+    rows = []
+    for r in csv.DictReader(lines):
+        found = _CONCURRENCY.search(r["silicon_data_source"])
+        agg = r["mode"] == "agg"
+        concurrency = int(found.group(1)) if found else _int(r["batch_size"], 1)
+        rows.append(
+            SiliconRow(
+                id=r["id"], engine=r["backend"], engine_version=r["backend_version"], model_path=r["model_path"], system=r["system"],
+                precision=r["precision"], mode=r["mode"], prompt_tokens=int(r["isl"]), output_tokens=int(r["osl"]),
+                concurrency=concurrency, agg=_layout(r, "") if agg else None, prefill=None if agg else _layout(r, "prefill_"),
+                decode=None if agg else _layout(r, "decode_"), ttft_s=float(r["silicon_ttft_ms"]) / 1e3,
+                tpot_s=float(r["silicon_tpot_ms"]) / 1e3, source=f"AIConfigurator silicon_sample.csv: {r['silicon_data_source']}",
+            )
+        )  # fmt: skip
+    return rows
+
+
+def _check(layout: WorkerLayout, role: str) -> None:
+    if layout.tensor_parallel < 1:
+        raise ValueError(f"{role}tp_size is {layout.tensor_parallel} as published: no layout to predict")
+    if layout.attention_data_parallel > 1:
+        raise ValueError(
+            f"{role}attention_dp_size {layout.attention_data_parallel}: attention data parallelism (a KV cache per attention "
+            "replica, experts shared) is not modelled yet"
+        )
+
+
+def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration):
+    deployment = Deployment(
+        chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
+        weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
+    )  # fmt: skip
+    return estimate(model, deployment, workload, batch=max(batch, 1), calibration=calibration, disaggregated=disaggregated)
+
+
+def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None) -> dict[str, Estimate]:
+    """The estimate behind each metric of the row: {"ttft_s": ..., "tpot_s": ...}."""
+    if row.precision not in WEIGHT_DTYPES:
+        known = ", ".join(p or "(empty)" for p in WEIGHT_DTYPES)
+        raise ValueError(f"precision {row.precision!r} is not one of {known}")
+    dtype = WEIGHT_DTYPES[row.precision]
+    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, concurrency=row.concurrency)
+    if row.agg is not None:
+        _check(row.agg, "")
+        batch = min(row.concurrency, row.agg.batch or row.concurrency)
+        both = _one(model, chip, row.agg, workload, batch, dtype, False, calibration)
+        return {"ttft_s": both, "tpot_s": both}
+    _check(row.prefill, "prefill_")
+    _check(row.decode, "decode_")
+    prefill = _one(model, chip, row.prefill, workload, row.prefill.batch or 1, dtype, True, calibration)
+    per_decode_worker = -(-row.concurrency // row.decode.workers)
+    decode = _one(model, chip, row.decode, workload, per_decode_worker, dtype, True, calibration)
+    return {"ttft_s": prefill, "tpot_s": decode}

@@ -1,0 +1,86 @@
+"""A calibration stores and applies every efficiency factor; an override replaces only the factors it names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hwcatalog.models import Chip
+from planner import catalog_specs
+from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency, resolve_efficiency
+from planner.models import Calibration
+
+ESTIMATE = {"model": "llama-2-7b", "chip": "nvidia-a100-sxm-80gb", "prompt_tokens": 2048, "output_tokens": 128, "batch": 1,
+            "weight_dtype": "bf16"}  # fmt: skip
+
+
+def _estimate(client, **extra) -> dict:
+    response = client.post("/api/v1/estimates/", {**ESTIMATE, **extra}, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def _numbers(estimate: dict) -> dict:
+    return {k: estimate[k] for k in ("ttft_s", "tpot_s", "output_tokens_per_s_total", "mfu", "mbu")}
+
+
+def test_the_calibration_table_has_a_column_for_every_factor():
+    columns = {f.name for f in Calibration._meta.get_fields()}
+    assert set(FACTORS) <= columns
+    assert set(FACTORS) == {f.name for f in dataclasses.fields(Efficiency)} - {"source"}
+
+
+def test_a_calibration_holding_exactly_the_defaults_changes_nothing(catalog, anonymous_client):
+    before = _estimate(anonymous_client)
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-a100-sxm-80gb"))
+    defaults = default_efficiency(chip, "bf16")
+    assert defaults.collective_overhead_s > 0 and defaults.prefill_layer_overhead_s > 0
+    Calibration.objects.create(chip_slug=chip.slug, weight_dtype="bf16", version=1, run_count=1,
+                               **{name: getattr(defaults, name) for name in FACTORS})  # fmt: skip
+    after = _estimate(anonymous_client)
+    assert after["efficiency_source"] == "calibration v1 (1 runs)"
+    assert _numbers(after) == _numbers(before)
+
+
+def test_a_calibration_fitted_before_the_overheads_were_stored_keeps_the_chips_defaults(catalog):
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-a100-sxm-80gb"))
+    Calibration.objects.create(chip_slug=chip.slug, weight_dtype="bf16", version=1, run_count=2, compute_fraction=0.6,
+                               bandwidth_fraction=0.7, step_overhead_s=2e-4, link_bandwidth_fraction=0.8)  # fmt: skip
+    used = catalog_specs.calibrations_for([chip.slug])[(chip.slug, "bf16")]
+    defaults = default_efficiency(chip, "bf16")
+    assert used.compute_fraction == 0.6 and used.bandwidth_fraction == 0.7
+    assert used.collective_overhead_s == defaults.collective_overhead_s
+    assert used.prefill_layer_overhead_s == defaults.prefill_layer_overhead_s
+
+
+def test_a_fit_stores_every_factor_it_did_not_fit_from_its_prior(catalog):
+    from planner.calibrations import calibration_fit
+    from planner.engine.calibration import Observation
+
+    chip_row = Chip.objects.get(slug="nvidia-a100-sxm-80gb")
+    prior = default_efficiency(catalog_specs.chip_spec(chip_row), "bf16")
+    observation = Observation(decode_bytes=13.5e9, decode_flops=13.5e9, tpot_s=0.0105, prefill_bytes=13.6e9, prefill_flops=2.8e13,
+                              ttft_s=0.14, peak_flops_per_s=312e12, bandwidth_bytes_per_s=2.039e12)  # fmt: skip
+    row = calibration_fit(chip=chip_row, weight_dtype="bf16", observations=[observation], run_ids=["r1"])
+    assert row.collective_overhead_s == prior.collective_overhead_s
+    assert row.prefill_layer_overhead_s == prior.prefill_layer_overhead_s
+    assert row.link_bandwidth_fraction == prior.link_bandwidth_fraction
+
+
+def test_an_override_of_one_factor_keeps_the_others(catalog, anonymous_client):
+    before = _estimate(anonymous_client)
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-a100-sxm-80gb"))
+    same = _estimate(anonymous_client, efficiency={"bandwidth_fraction": default_efficiency(chip, "bf16").bandwidth_fraction})
+    assert same["efficiency_source"] == "override"
+    assert _numbers(same) == _numbers(before)
+    slower = _estimate(anonymous_client, efficiency={"bandwidth_fraction": 0.3})
+    assert slower["tpot_s"] > before["tpot_s"] and slower["ttft_s"] >= before["ttft_s"]
+
+
+def test_an_empty_override_is_a_400_and_the_engine_refuses_unknown_factors(catalog, anonymous_client):
+    empty = anonymous_client.post("/api/v1/estimates/", {**ESTIMATE, "efficiency": {}}, format="json")
+    assert empty.status_code == 400 and "efficiency" in empty.json()
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-a100-sxm-80gb"))
+    with pytest.raises(ValueError, match="unknown efficiency factors: \\['speed'\\]"):
+        resolve_efficiency(chip, "bf16", override={"speed": 2.0})

@@ -1,0 +1,44 @@
+"""`manage.py accuracy` reads AIConfigurator's silicon layout as published and predicts each row's TTFT and TPOT."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from planner.engine.silicon import is_silicon_layout, read_silicon
+
+SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "silicon_sample.csv"
+
+
+def test_the_layout_is_known_by_its_header_and_read_as_published():
+    with SAMPLE.open() as handle:
+        header = handle.readline().strip().split(",")
+    assert is_silicon_layout(header) and not is_silicon_layout(["id", "model", "chip", "metric", "value"])
+    rows = {r.id: r for r in read_silicon(SAMPLE.open())}
+    llama = rows["meta_llama_llama_3_1_8b_instruct_meta_llama_llama_3_1_8b_instruct_h100_sxm_trtllm_agg_1024x128_c8_tp1_epnone_1"]
+    assert (llama.concurrency, llama.prompt_tokens, llama.output_tokens, llama.mode) == (8, 1024, 128, "agg")
+    assert llama.ttft_s == pytest.approx(0.190954, rel=1e-4) and llama.agg.gpus == 1
+    disagg = rows["dsr1_h200_trtllm_fp8_disagg_1024x1024_c576_cfg303"]
+    assert disagg.agg is None and (disagg.prefill.tensor_parallel, disagg.decode.tensor_parallel, disagg.decode.workers) == (8, 8, 9)
+    assert disagg.engine_label.startswith("TensorRT-LLM")
+
+
+def test_every_row_gets_a_ttft_and_a_tpot_prediction_or_a_reason(catalog, capsys):
+    call_command("accuracy", str(SAMPLE), "--json")
+    report = json.loads(capsys.readouterr().out)
+    rows = list(read_silicon(SAMPLE.open()))
+    seen = {(r["id"], r["metric"]) for r in report["rows"]} | {(u["id"], u["metric"]) for u in report["unpredicted"]}
+    assert seen == {(r.id, m) for r in rows for m in ("ttft_s", "tpot_s")}
+    assert report["summary"]["total"] == 2 * len(rows)
+    predicted = {(r["id"], r["metric"]): r for r in report["rows"]}
+    # A disaggregated row: TTFT from a prefill worker, TPOT from a decode worker.
+    assert predicted[("dsr1_h200_trtllm_fp8_disagg_1024x1024_c576_cfg303", "tpot_s")]["tensor_parallel"] == 8
+    # Found through the catalog's Hugging Face aliases and the chip's system name.
+    assert predicted[("qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h100_sxm_trtllm_agg_512x256_c4_tp4_epnone_2", "tpot_s")]["model"] == "qwen3-235b-a22b"
+    reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert "attention data parallelism" in reasons["dsr1_b200_trtllm_fp4_agg_8192x1024_c128_cfg191"]
+    assert "gb200" in reasons["qwen3_32b_qwen3_32b_gb200_trtllm_agg_4000x1000_c_tp1_epnone_1"]
+    assert {"by_engine", "by_metric"} <= set(report["summary"])
