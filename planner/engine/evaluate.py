@@ -125,7 +125,7 @@ def _shared(ctx: EvaluationContext, grid: CandidateGrid, hw: CandidateHardware) 
     prefill_one_s = np.where(has_prompt, one.time_s, 0.0)
     prefill_batched_s = np.where(has_prompt, batched.time_s / hw.batch_per_replica, 0.0)
     ar = Autoregressive().decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
-    ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s)
+    ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s, tokens)
     return _Shared(tokens=tokens, prefill=one, prefill_one_s=prefill_one_s, prefill_batched_s=prefill_batched_s, ar=ar, ar_tpot_s=ar_serve.tpot_s)
 
 
@@ -184,7 +184,7 @@ def _evaluate_one_decoding(
         outcome = shared.ar
     else:
         outcome = decoding.decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
-    serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s)
+    serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s, shared.tokens)
     mem = memory_fit(model, hw, footprint=outcome.footprint, prompt_tokens=shared.tokens, resident=outcome.resident)
     no_math = outcome.no_math_path if outcome.no_math_path is not None else np.zeros(len(grid), dtype=bool)
     mfu = outcome.achieved_flops_per_s_per_chip / np.maximum(hw.peak_flops_per_s, 1e-30)
@@ -224,7 +224,7 @@ def _evaluate_one_decoding(
     return out
 
 
-def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s):
+def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s, prefill_tokens):
     return serving_metrics(
         concurrency=grid.batch.astype(float),
         replicas=hw.replicas,
@@ -238,6 +238,9 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         delivered_tokens=outcome.delivered_tokens,
         request_rate_per_s=ctx.workload.request_rate_per_s,
         disaggregated=ctx.disaggregated,
+        closed_loop=ctx.workload.closed_loop,
+        clients=ctx.workload.concurrency,
+        prefill_tokens=prefill_tokens,
     )
 
 

@@ -5,9 +5,11 @@ Each row is one serving configuration measured at a closed-loop concurrency, wit
 TTFT and TPOT. `read_silicon` types the rows as they are; `silicon_estimates` turns one row
 into the planner's estimate of each of the two metrics:
 - agg: one worker of tp x attention_dp x pp GPUs serves prefill and decode (continuous
-  batching); the batch is the concurrency, capped at the engine's max batch.
-- disagg: TTFT from one prefill worker at its batch, TPOT from one decode worker holding
-  concurrency / decode workers sequences; both on the disaggregated serving model.
+  batching) for a closed loop of `concurrency` clients; the batch is the concurrency, capped
+  at the engine's max batch (the rest wait for a slot).
+- disagg: TPOT from one decode worker holding concurrency / decode workers sequences; TTFT
+  from the prefill workers as an M/D/c queue (c workers, each serving its batch of prompts in
+  one prefill) at the rate the closed loop sets: X = concurrency / (TTFT + (G - 1) TPOT).
 A field published as 0 or empty counts as 1 (a degree that is not used); tp_size 0 leaves
 no layout to predict and is refused with that reason.
 """
@@ -15,15 +17,19 @@ no layout to predict and is refused with that reason.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from .decoding import Autoregressive
 from .deployment import Deployment
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration
 from .estimate import Estimate, estimate
+from .serving import closed_loop_rate, mdc_wait_s
 from .specs import ChipSpec, ModelSpec, Workload
 
 SILICON_COLUMNS = frozenset({"silicon_ttft_ms", "silicon_tpot_ms", "model_path", "system", "isl", "osl"})
@@ -134,7 +140,14 @@ def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtyp
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
         weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
-    return estimate(model, deployment, workload, batch=max(batch, 1), calibration=calibration, disaggregated=disaggregated)
+    result = estimate(model, deployment, workload, batch=max(batch, 1), calibration=calibration, disaggregated=disaggregated)
+    fits = result.memory.max_concurrency
+    if result.fits or fits < 1 or fits >= batch:
+        return result
+    # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
+    admitted = estimate(model, deployment, workload, batch=fits, calibration=calibration, disaggregated=disaggregated)
+    note = f"the KV cache holds {fits} of the {batch} sequences asked for; the others wait for a slot"
+    return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
 
 
 def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None) -> dict[str, Estimate]:
@@ -143,7 +156,7 @@ def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, cali
         known = ", ".join(p or "(empty)" for p in WEIGHT_DTYPES)
         raise ValueError(f"precision {row.precision!r} is not one of {known}")
     dtype = WEIGHT_DTYPES[row.precision]
-    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, concurrency=row.concurrency)
+    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, concurrency=row.concurrency, closed_loop=True)
     if row.agg is not None:
         _check(row.agg, "")
         batch = min(row.concurrency, row.agg.batch or row.concurrency)
@@ -151,7 +164,24 @@ def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, cali
         return {"ttft_s": both, "tpot_s": both}
     _check(row.prefill, "prefill_")
     _check(row.decode, "decode_")
-    prefill = _one(model, chip, row.prefill, workload, row.prefill.batch or 1, dtype, True, calibration)
+    open_loop = dataclasses.replace(workload, closed_loop=False)
+    prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration)
     per_decode_worker = -(-row.concurrency // row.decode.workers)
-    decode = _one(model, chip, row.decode, workload, per_decode_worker, dtype, True, calibration)
-    return {"ttft_s": prefill, "tpot_s": decode}
+    decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration)
+    return {"ttft_s": _queued_prefill(prefill, decode, row), "tpot_s": decode}
+
+
+def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow) -> Estimate:
+    """The prefill estimate with the closed loop's queue in its TTFT."""
+    batch = max(row.prefill.batch or 1, 1)
+    service = np.array([prefill.ttft_s])  # one prefill of `batch` prompts on one worker
+    servers = np.array([float(row.prefill.workers)])
+    streamed = (row.output_tokens - 1) * decode.tpot_s
+
+    def time_in_system(x):
+        return service + mdc_wait_s(x / batch, service, servers) + streamed
+
+    upper = np.minimum(servers * batch / service, row.concurrency / (service + streamed))
+    rate = closed_loop_rate(float(row.concurrency), time_in_system, upper=upper)
+    wait = float(mdc_wait_s(rate / batch, service, servers)[0])
+    return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait, queue_wait_s=wait)

@@ -179,6 +179,9 @@ class Workload:
     request_rate_per_s: float | None = None
     ttft_slo_s: float | None = None
     tpot_slo_s: float | None = None
+    # True: `concurrency` clients each send their next request when the last one ends (a
+    # closed-loop benchmark); the request rate then follows from Little's law (serving.py).
+    closed_loop: bool = False
 
     @property
     def context_tokens(self) -> int:

@@ -1,0 +1,65 @@
+"""Queueing under load: M/D/1 and M/D/c waits, and closed-loop concurrency solved by Little's law."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.engine import Deployment, Workload, estimate
+from planner.engine.serving import closed_loop_rate, erlang_c, md1_wait_s, mdc_wait_s
+
+from .factories import h100_sxm, llama_3_1_8b
+
+
+def test_erlang_c_matches_the_textbook_values():
+    assert erlang_c(np.array([1.0]), np.array([0.5]))[0] == pytest.approx(0.5)  # M/M/1: P(wait) = rho
+    assert erlang_c(np.array([2.0]), np.array([1.0]))[0] == pytest.approx(1 / 3)
+
+
+def test_one_server_m_d_c_is_m_d_1_and_more_servers_wait_less():
+    one = mdc_wait_s(np.array([0.8]), np.array([1.0]), np.array([1.0]))[0]
+    assert one == pytest.approx(md1_wait_s(np.array([0.8]), np.array([1.0]))[0])
+    # Same utilisation (0.8) spread over 4 servers: a far shorter wait.
+    assert mdc_wait_s(np.array([3.2]), np.array([1.0]), np.array([4.0]))[0] < 0.3 * one
+    assert mdc_wait_s(np.array([4.0]), np.array([1.0]), np.array([4.0]))[0] == np.inf
+
+
+def test_the_closed_loop_rate_satisfies_littles_law():
+    clients, service = 64.0, 0.05
+
+    def time_in_system(x):
+        return service + md1_wait_s(x * service, np.full_like(x, service)) + 2.0
+
+    rate = closed_loop_rate(clients, time_in_system, upper=np.array([1 / service]))
+    assert rate[0] * time_in_system(rate)[0] == pytest.approx(clients, rel=1e-6)
+
+
+def _closed(concurrency: int, **kwargs):
+    work = Workload(prompt_tokens=2048, output_tokens=256, concurrency=concurrency, closed_loop=True)
+    return estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), work, **kwargs)
+
+
+def test_a_closed_loop_of_one_waits_for_nothing_and_more_clients_wait_longer():
+    alone = _closed(1)
+    open_loop = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=2048, output_tokens=256), batch=1)
+    assert alone.ttft_s == pytest.approx(open_loop.ttft_s, rel=1e-9) and alone.queue_wait_s == 0
+    ttfts = [_closed(c).ttft_s for c in (1, 4, 16, 64)]
+    assert ttfts == sorted(ttfts) and ttfts[-1] > 10 * ttfts[0]
+
+
+def test_a_wave_of_prompts_prefills_in_chunks_of_the_token_budget():
+    # 16 prompts x 2048 tokens = 4 chunks of 8,192: a prompt's first token comes, on average,
+    # after (4 + 1) / 8 of the wave's prefill.
+    e, single = _closed(16), _closed(1)
+    # Batched prefill per prompt is a little cheaper than one prompt alone (weights read once).
+    assert e.ttft_s == pytest.approx(16 * single.ttft_s * 5 / 8, rel=0.25)
+    assert e.queue_wait_s == pytest.approx(e.ttft_s - single.ttft_s, rel=0.05)
+
+
+def test_clients_beyond_the_batch_wait_for_a_slot_by_littles_law():
+    inside = _closed(32, batch=32)
+    crowded = _closed(64, batch=32)
+    # Twice the clients on the same 32 slots: the extra 32 wait about one request's lifetime.
+    lifetime = inside.ttft_s + 255 * inside.tpot_s
+    assert crowded.ttft_s - inside.ttft_s == pytest.approx(lifetime, rel=0.05)
+    assert crowded.output_tokens_per_s_total == pytest.approx(inside.output_tokens_per_s_total, rel=1e-6)
