@@ -161,6 +161,10 @@ class EstimateInputSerializer(WorkloadSerializer):
     chip_count = serializers.IntegerField(min_value=1, max_value=MAX_CHIPS, default=1)
     tensor_parallel = IntOrAuto(word="auto", minimum=1, maximum=64, default="auto")
     pipeline_parallel = serializers.IntegerField(min_value=1, max_value=256, default=1)
+    attention_data_parallel = serializers.IntegerField(
+        min_value=1, max_value=256, default=1,
+        help_text="Attention replicas per replica, each with its own KV cache; the experts are spread over all of them.",
+    )
     weight_dtype = serializers.ChoiceField(choices=DTYPES, default="bf16")
     kv_dtype = serializers.ChoiceField(choices=DTYPES, required=False)
     batch = IntOrAuto(word="max", minimum=1, maximum=1_000_000, required=False)
@@ -173,14 +177,15 @@ class EstimateInputSerializer(WorkloadSerializer):
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         _check_context(attrs["model"], attrs)
         _check_decoding(attrs["model"], attrs["decoding"])
-        tp, pp, count = attrs["tensor_parallel"], attrs["pipeline_parallel"], attrs["chip_count"]
+        tp, count = attrs["tensor_parallel"], attrs["chip_count"]
+        pp = attrs["pipeline_parallel"] * attrs["attention_data_parallel"]  # the other degrees of a replica
         if tp != "auto":
             if attrs["model"].num_attention_heads % tp:
                 raise serializers.ValidationError(
                     {"tensor_parallel": f"{tp} does not divide {attrs['model'].slug}'s {attrs['model'].num_attention_heads} attention heads."}
                 )
             if count % (tp * pp):
-                raise serializers.ValidationError({"chip_count": f"{count} chips do not split into replicas of tensor_parallel x pipeline_parallel = {tp * pp}."})
+                raise serializers.ValidationError({"chip_count": f"{count} chips do not split into replicas of tensor_parallel x pipeline_parallel x attention_data_parallel = {tp * pp}."})
         if attrs.get("offering") and attrs["offering"].chip_id != attrs["chip"].id:
             raise serializers.ValidationError({"offering": f"{attrs['offering'].slug} prices {attrs['offering'].chip.slug}, not {attrs['chip'].slug}."})
         return attrs

@@ -104,7 +104,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     def run(tp: int) -> Evaluation:
         deployment = Deployment(
             chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=data["pipeline_parallel"],
-            weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
+            attention_data_parallel=data["attention_data_parallel"], weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
         return evaluate_deployment(
             model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency")),
@@ -113,7 +113,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
 
     tp_options = (
         [data["tensor_parallel"]] if data["tensor_parallel"] != "auto"
-        else tensor_parallel_options(model_spec, chip_spec, data["chip_count"], data["pipeline_parallel"])
+        else tensor_parallel_options(model_spec, chip_spec, data["chip_count"], data["pipeline_parallel"] * data["attention_data_parallel"])
     )  # fmt: skip
     # "auto": every TP that divides the heads and fits a node; the chip count is fixed, so the
     # best is the feasible one with the most output tokens/s (ties: the smaller TP).

@@ -68,6 +68,7 @@ def estimate_from_results(results: Results, i: int, offering: OfferingSpec | Non
         chip_count=int(g.chip_count[i]),
         tensor_parallel=int(g.tensor_parallel[i]),
         pipeline_parallel=int(g.pipeline_parallel[i]),
+        attention_data_parallel=int(g.attention_data_parallel[i]),
         weight_dtype=DTYPES[int(g.weight_dtype[i])],
         kv_dtype=DTYPES[int(g.kv_dtype[i])],
         compute_dtype=DTYPES[compute_code] if compute_code >= 0 else None,
@@ -93,7 +94,8 @@ def _cost(results: Results, i: int, tdp_watts: float | None, offering: OfferingS
     fraction = float(results.power_w_per_chip[i] / tdp_watts) if tdp_watts else 1.0
     hourly = offering_usd_per_chip_hour(offering, tdp_watts, fraction)
     chips = results.total_chips[i : i + 1]
-    per_replica = results.grid.tensor_parallel[i] * results.grid.pipeline_parallel[i]
+    g = results.grid
+    per_replica = g.tensor_parallel[i] * g.pipeline_parallel[i] * g.attention_data_parallel[i]
     batched_prefill_s = results.prefill_batched_s_per_prompt[i]
     return CostBreakdown(
         offering_slug=offering.slug,
@@ -148,6 +150,7 @@ def evaluate_deployment(
             kv_dtype=np.full(len(batches), DTYPE_CODE[kv]),
             batch=np.asarray(batches),
             decoding_index=np.zeros(len(batches)),
+            attention_data_parallel=np.full(len(batches), deployment.attention_data_parallel),
         )
         return evaluate(model, (deployment.chip,), grid, workload, (deployment.decoding,), **kwargs)
 

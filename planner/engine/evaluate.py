@@ -229,7 +229,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         concurrency=grid.batch.astype(float),
         replicas=hw.replicas,
         batch_per_replica=hw.batch_per_replica,
-        chips_per_replica=hw.tensor_parallel * hw.pipeline_parallel,
+        chips_per_replica=hw.tensor_parallel * hw.pipeline_parallel * hw.attention_data_parallel,
         prefill_one_s=prefill_one_s,
         prefill_batched_per_prompt_s=prefill_batched_s,
         token_time_s=outcome.token_time_s,
@@ -241,6 +241,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         closed_loop=ctx.workload.closed_loop,
         clients=ctx.workload.concurrency,
         prefill_tokens=prefill_tokens,
+        attention_data_parallel=hw.attention_data_parallel,
     )
 
 
@@ -248,13 +249,14 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     """First failing check per candidate, in the order of reasons.py."""
     model, workload = ctx.model, ctx.workload
     tp, pp = grid.tensor_parallel, grid.pipeline_parallel
-    per_replica = tp * pp
+    adp = grid.attention_data_parallel
+    per_replica = tp * pp * adp
     min_chips_for_weights = np.ceil(model.total_params * hw.weight_bytes_per_param / hw.usable_memory_bytes)
     context_tokens = workload.context_tokens
     inf = np.inf
     checks = [
         (reasons.TP_NOT_DIVIDING_HEADS, model.num_attention_heads % np.maximum(tp, 1) != 0),
-        (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
+        (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (adp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
          | (pp > model.num_layers)),  # fmt: skip
         (reasons.NO_MATH_PATH, (hw.compute_code < 0) | no_math),
         (reasons.LPU_TOO_FEW_CHIPS, hw.weights_on_chip_only & (per_replica < min_chips_for_weights)),

@@ -55,7 +55,10 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _layout("chip_count", "chips serving decode (all replicas)", csv="chip_count"),
     _layout("tensor_parallel", "tensor-parallel degree of one replica", csv="tensor_parallel"),
     _layout("pipeline_parallel", "pipeline stages of one replica", csv="pipeline_parallel"),
-    _f("replicas", "", "data-parallel replicas: chip_count / (tensor_parallel x pipeline_parallel)", kind="int", csv="replicas"),
+    _layout("attention_data_parallel", "attention replicas in one replica, each with its own KV cache, the experts spread over all",
+            csv="attention_data_parallel"),  # fmt: skip
+    _f("replicas", "", "data-parallel replicas: chip_count / (tensor_parallel x pipeline_parallel x attention_data_parallel)",
+       kind="int", csv="replicas"),  # fmt: skip
     _f("total_chips", "", "chips in all, with a disaggregated prefill pool", kind="int", label="Chips", csv="total_chips"),
     _layout("weight_dtype", "weight format", kind="str", csv="weight_dtype"),
     _layout("kv_dtype", "KV-cache format", kind="str", csv="kv_dtype"),

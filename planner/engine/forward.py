@@ -20,7 +20,7 @@ import numpy as np
 from hwcatalog.architecture import experts_touched
 
 from .hardware import CandidateHardware
-from .parallel import pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
+from .parallel import expert_all_to_all_s, pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
 from .units import ACTIVATION_PASSES_PER_LAYER
 
@@ -28,17 +28,19 @@ COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
 BOUND_NAMES = ("compute", "memory", "interconnect")
 
 
-def params_read(model: ModelSpec, tokens: np.ndarray) -> np.ndarray:
-    """Parameters streamed from memory by one forward over `tokens` tokens.
+def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | float = 1.0) -> np.ndarray:
+    """Parameters one tensor-parallel rank group streams from memory in a forward over `tokens` tokens.
 
     Everything but the untied input embedding (only b rows are gathered) and the
-    routed experts nobody picked. The LM head is read in full (tied or not).
+    routed experts nobody picked. The LM head is read in full (tied or not). With
+    attention data parallelism the touched experts are spread over `expert_shards`
+    more ranks (expert parallelism), the dense weights are not.
     """
     dense = float(model.total_params) - model.gathered_params - model.routed_expert_params
     if not model.is_moe:
         return np.full(np.shape(tokens), dense)
     touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
-    return dense + model.moe_layer_count * model.params_per_expert * touched
+    return dense + model.moe_layer_count * model.params_per_expert * touched / expert_shards
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,23 +91,27 @@ def forward_cost(
     `flop_scale` < 1 skips work on positions (FOCUS); weights are still read.
     The draft model of speculative decoding passes its own dtype and peak.
     """
-    tp, pp = hw.tensor_parallel, hw.pipeline_parallel
+    tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
     beta_w = hw.weight_bytes_per_param if weight_bytes_per_param is None else weight_bytes_per_param
     peak = hw.peak_flops_per_s if peak_flops_per_s is None else peak_flops_per_s
     per_pair = model.attention.decode_flops_per_position if attention_flops_per_pair is None else attention_flops_per_pair
     micro = pipeline_micro_batches(sequences, pp)
     seqs = sequences / micro  # sequences per micro-batch
     tokens = seqs * new_tokens
-    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp)
-    weights = params_read(model, tokens) * beta_w / (tp * pp)
+    # With attention data parallelism each of the adp attention replicas runs 1/adp of the
+    # sequences (its own KV cache) and the experts are spread over all tp*adp ranks: every
+    # rank does 1/(tp*pp*adp) of the FLOPs, reads its dense weights in full and 1/adp of the
+    # touched experts.
+    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp * adp)
+    weights = params_read(model, tokens, expert_shards=adp) * beta_w / (tp * pp)
     kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
-    kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
-    message = tokens * model.hidden_size * hw.activation_bytes
+    kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp / adp
+    message = tokens / adp * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
     compute_stage = flops / (hw.compute_fraction * np.maximum(peak, 1e-30))
     memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
-    comm_stage = tensor_parallel_comm_s(model.num_layers / pp, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
+    comm_stage = _communication(model, hw, message, tokens)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
     overhead = hw.step_overhead_s + extra_overhead_s
     time = pp * (np.maximum(compute_stage, memory_stage) + comm_stage) + p2p + overhead
@@ -118,6 +124,24 @@ def forward_cost(
         overhead_s=np.broadcast_to(overhead, np.shape(time)).copy(),
         time_s=time,
     )
+
+
+def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Per pipeline stage: Megatron's two all-reduces per layer; with attention data parallelism a
+    MoE layer keeps the attention all-reduce and exchanges its tokens all-to-all across the
+    tp*adp expert-parallel ranks instead of all-reducing the FFN."""
+    tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
+    layers = model.num_layers / pp
+    megatron = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
+    if not model.is_moe or not np.any(adp > 1):
+        return megatron
+    moe_layers = model.moe_layer_count / pp
+    attention = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
+    dense_ffn = tensor_parallel_comm_s(layers - moe_layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
+    # Each rank routes its share of the tokens to experts_per_token experts.
+    routed = tokens / (adp * tp) * model.experts_per_token * model.hidden_size * hw.activation_bytes
+    a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.link_latency_s)
+    return np.where(adp > 1, attention + dense_ffn + a2a, megatron)
 
 
 def sum_of_max_linear(a_first: np.ndarray, a_last: np.ndarray, b_first: np.ndarray, b_last: np.ndarray, count: int) -> np.ndarray:

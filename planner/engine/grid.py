@@ -28,9 +28,14 @@ class CandidateGrid:
     kv_dtype: np.ndarray
     batch: np.ndarray  # concurrent sequences of the whole deployment (all replicas)
     decoding_index: np.ndarray
+    # Attention replicas per replica, each with its own KV cache and batch share, the experts
+    # spread over all of them (expert parallelism); None: 1 everywhere.
+    attention_data_parallel: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.chip_index)
+        if self.attention_data_parallel is None:
+            object.__setattr__(self, "attention_data_parallel", np.ones(n, dtype=np.int64))
         for f in fields(self):
             value = np.asarray(getattr(self, f.name), dtype=np.int64)
             if value.shape != (n,):
@@ -55,6 +60,7 @@ class CandidateGrid:
         kv_dtype: str = "bf16",
         batch: int = 1,
         decoding_index: int = 0,
+        attention_data_parallel: int = 1,
     ) -> CandidateGrid:
         return cls(
             chip_index=np.array([chip_index]),
@@ -65,6 +71,7 @@ class CandidateGrid:
             kv_dtype=np.array([DTYPE_CODE[kv_dtype]]),
             batch=np.array([batch]),
             decoding_index=np.array([decoding_index]),
+            attention_data_parallel=np.array([attention_data_parallel]),
         )
 
 

@@ -72,6 +72,7 @@ class CandidateHardware:
     weights_on_chip_only: np.ndarray
     tensor_parallel: np.ndarray
     pipeline_parallel: np.ndarray
+    attention_data_parallel: np.ndarray
     replicas: np.ndarray
     batch_per_replica: np.ndarray
     usable_memory_bytes: np.ndarray
@@ -82,7 +83,8 @@ class CandidateHardware:
     bandwidth_fraction: np.ndarray
     step_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
-    link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency
+    link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency (TP collectives)
+    expert_link_bytes_per_s: np.ndarray  # the all-to-all between expert-parallel ranks
     link_latency_s: np.ndarray  # per collective: link alpha + software overhead
     p2p_bytes_per_s: np.ndarray  # between pipeline stages
     weight_bytes_per_param: np.ndarray
@@ -104,7 +106,8 @@ def candidate_hardware(
     c, w = grid.chip_index, grid.weight_dtype
     tp = grid.tensor_parallel.astype(float)
     pp = grid.pipeline_parallel.astype(float)
-    per_replica = np.maximum(tp * pp, 1.0)
+    adp = grid.attention_data_parallel.astype(float)
+    per_replica = np.maximum(tp * pp * adp, 1.0)
     replicas = np.maximum(np.floor(grid.chip_count / per_replica), 1.0)
     kind = table.kind_code[c]
     link = table.link_bytes_per_s[c] * efficiency.link_bandwidth_fraction[c, w]
@@ -115,6 +118,7 @@ def candidate_hardware(
     # Tensor parallelism wider than a node (multi-node TP, as TensorRT-LLM runs TP 16 over two
     # 8-GPU nodes) all-reduces over the same NICs.
     tp_link = np.where((tp > table.node_size[c]) & network, np.minimum(link, INTER_NODE_BYTES_PER_S), link)
+    ep_link = np.where((tp * adp > table.node_size[c]) & network, np.minimum(link, INTER_NODE_BYTES_PER_S), link)
     compute_code = compute.compute_code[c, w]
     return CandidateHardware(
         kind_code=kind,
@@ -122,6 +126,7 @@ def candidate_hardware(
         weights_on_chip_only=table.weights_on_chip_only[c],
         tensor_parallel=tp,
         pipeline_parallel=pp,
+        attention_data_parallel=adp,
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
         usable_memory_bytes=table.memory_bytes[c] * table.usable_fraction[c],
@@ -133,6 +138,7 @@ def candidate_hardware(
         step_overhead_s=efficiency.step_overhead_s[c, w],
         prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
         link_bytes_per_s=tp_link,
+        expert_link_bytes_per_s=ep_link,
         link_latency_s=table.link_latency_s[c] + efficiency.collective_overhead_s[c, w],
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
         weight_bytes_per_param=DTYPE_BYTES_ARRAY[w],

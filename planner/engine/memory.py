@@ -53,7 +53,11 @@ def memory_fit(
     """`resident`: models the decoding method holds beside the target (a draft model, draft
     heads), sharded like it, each with its own cache unless it keeps none."""
     shards = hw.tensor_parallel * hw.pipeline_parallel
-    weights = model.total_params * hw.weight_bytes_per_param / shards
+    adp = hw.attention_data_parallel
+    # Attention data parallelism replicates the dense weights over its adp attention replicas and
+    # spreads the routed experts over all tp*adp ranks of the replica.
+    spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
+    weights = np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param / shards
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
@@ -68,11 +72,11 @@ def memory_fit(
     workspace = chunk * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN / hw.tensor_parallel
     per_seq = per_seq_kv + per_seq_extra
     free = hw.usable_memory_bytes - weights - workspace
-    max_conc = np.where(free > 0, np.floor(free / np.maximum(per_seq, 1e-30)), 0.0)
+    max_conc = np.where(free > 0, np.floor(free / np.maximum(per_seq, 1e-30)), 0.0) * adp
     return MemoryArrays(
         weights_bytes_per_chip=weights,
         kv_bytes_per_sequence_per_chip=per_seq,
-        kv_bytes_per_chip=per_seq * hw.batch_per_replica,
+        kv_bytes_per_chip=per_seq * hw.batch_per_replica / adp,  # each attention replica holds its share
         activation_bytes_per_chip=workspace,
         usable_bytes_per_chip=hw.usable_memory_bytes,
         max_concurrency_per_replica=max_conc,

@@ -58,6 +58,21 @@ def tensor_parallel_comm_s(
     return 2.0 * layers_in_stage * ring_allreduce_s(message_bytes, tensor_parallel, link_bytes_per_s, latency_s)
 
 
+def expert_all_to_all_s(
+    moe_layers_in_stage: float,
+    message_bytes_per_chip: np.ndarray,
+    expert_parallel: np.ndarray,
+    link_bytes_per_s: np.ndarray,
+    latency_s: np.ndarray,
+) -> np.ndarray:
+    """Expert parallelism: per MoE layer, one all-to-all dispatches each token to the ranks of
+    its experts and one combines the results (GShard, Lepikhin et al. 2020, sec. 2; DeepSpeed-MoE,
+    Rajbhandari et al. 2022). A rank keeps 1/ep of what it routes: (ep - 1)/ep crosses the link."""
+    ep = np.asarray(expert_parallel, dtype=float)
+    one = latency_s + (ep - 1.0) / np.maximum(ep, 1.0) * message_bytes_per_chip / link_bytes_per_s
+    return np.where(ep > 1, 2.0 * moe_layers_in_stage * one, 0.0)
+
+
 def pipeline_p2p_s(
     message_bytes: np.ndarray,
     pipeline_parallel: np.ndarray,

@@ -101,7 +101,8 @@ def search(
     hourly, column = cheapest_offering(table, grid.chip_index, fraction)
     per_output = usd_per_million_tokens(results.total_chips, hourly, results.output_tokens_per_s_total)
     per_input = usd_per_million_input_tokens(
-        grid.tensor_parallel * grid.pipeline_parallel, hourly, results.prefill_batched_s_per_prompt, workload.prompt_tokens
+        grid.tensor_parallel * grid.pipeline_parallel * grid.attention_data_parallel, hourly, results.prefill_batched_s_per_prompt,
+        workload.prompt_tokens,
     )
     ok = np.flatnonzero(results.feasible)
     # One stable sort by cost serves the ranking and both Pareto fronts; equal

@@ -114,6 +114,7 @@ def serving_metrics(
     closed_loop: bool = False,
     clients: float | None = None,
     prefill_tokens: np.ndarray | float = 0.0,
+    attention_data_parallel: np.ndarray | float = 1.0,
 ) -> ServingArrays:
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
@@ -125,7 +126,8 @@ def serving_metrics(
         tpot = token_time_s
         cycle_per_token = token_time_s
     else:
-        tpot = token_time_s + np.maximum(batch_per_replica - 1.0, 0.0) * batched / generated
+        # ... of the other sequences of its own attention replica (b / adp of them).
+        tpot = token_time_s + np.maximum(batch_per_replica - attention_data_parallel, 0.0) * batched / generated
         cycle_per_token = token_time_s + batch_per_replica * batched / generated
     rate = request_rate_per_s
     streamed = (generated - 1.0) * tpot if needs_prefill else 0.0  # masked diffusion releases the answer at once

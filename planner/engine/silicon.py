@@ -128,17 +128,12 @@ def read_silicon(lines: Iterable[str]) -> list[SiliconRow]:
 def _check(layout: WorkerLayout, role: str) -> None:
     if layout.tensor_parallel < 1:
         raise ValueError(f"{role}tp_size is {layout.tensor_parallel} as published: no layout to predict")
-    if layout.attention_data_parallel > 1:
-        raise ValueError(
-            f"{role}attention_dp_size {layout.attention_data_parallel}: attention data parallelism (a KV cache per attention "
-            "replica, experts shared) is not modelled yet"
-        )
 
 
 def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration):
     deployment = Deployment(
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
-        weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
+        attention_data_parallel=layout.attention_data_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
     result = estimate(model, deployment, workload, batch=max(batch, 1), calibration=calibration, disaggregated=disaggregated)
     fits = result.memory.max_concurrency
@@ -159,7 +154,10 @@ def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, cali
     workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, concurrency=row.concurrency, closed_loop=True)
     if row.agg is not None:
         _check(row.agg, "")
-        batch = min(row.concurrency, row.agg.batch or row.concurrency)
+        # batch_size is the engine's max batch per attention-DP rank (it times attention_dp_size equals
+        # the concurrency in every such row), so the worker admits batch_size x attention_dp_size.
+        admits = (row.agg.batch or row.concurrency) * row.agg.attention_data_parallel
+        batch = min(row.concurrency, admits)
         both = _one(model, chip, row.agg, workload, batch, dtype, False, calibration)
         return {"ttft_s": both, "tpot_s": both}
     _check(row.prefill, "prefill_")

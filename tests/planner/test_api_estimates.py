@@ -114,3 +114,12 @@ def test_missing_fields_and_malformed_json_get_400(catalog, anonymous_client):
     assert response.status_code == 400 and {"chip", "prompt_tokens", "output_tokens"} <= set(response.json())
     response = anonymous_client.generic("POST", "/api/v1/estimates/", "{oops", content_type="application/json")
     assert response.status_code == 400
+
+
+def test_attention_data_parallelism_is_an_estimate_field(catalog, anonymous_client):
+    body = {**BASE, "model": "deepseek-v3", "chip": "nvidia-h200-sxm", "chip_count": 8, "tensor_parallel": 1,
+            "attention_data_parallel": 8, "weight_dtype": "fp8", "batch": 64}
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert e["feasible"] and e["attention_data_parallel"] == 8 and e["replicas"] == 1
+    bad = anonymous_client.post("/api/v1/estimates/", {**body, "attention_data_parallel": 3}, format="json")
+    assert bad.status_code == 400 and "chip_count" in bad.json()
