@@ -11,6 +11,10 @@ from typing import Any
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
 from planner.engine import absolute_percentage_error, predict_metric, predict_row, read_measurements, summarize
+import numpy as np
+
+from planner.engine.efficiency import resolve_efficiency
+from planner.engine.fit import Parts, cv_folds, fit_profiles, profile_for, profiles_table
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, read_silicon, silicon_estimates
@@ -29,7 +33,7 @@ def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
     return found
 
 
-def accuracy_report(*, csv_path: Path, use_calibration: bool = True) -> dict[str, Any]:
+def accuracy_report(*, csv_path: Path, use_calibration: bool = True, fit: bool = False, cv: bool = False) -> dict[str, Any]:
     """Predict every row of a measurements CSV: this project's format, or the silicon layout as
     published (detected by its header)."""
     with csv_path.open(newline="") as handle:
@@ -38,7 +42,9 @@ def accuracy_report(*, csv_path: Path, use_calibration: bool = True) -> dict[str
     chips = _by_name(Chip.objects.all(), "aliases")
     calibration = catalog_specs.calibrations_for({c.slug for c in chips.values()}) if use_calibration else {}
     if is_silicon_layout(header):
-        return _silicon_report(csv_path, models, chips, calibration)
+        return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv)
+    if fit or cv:
+        raise ValueError("--fit and --cv work on the silicon layout (TTFT and TPOT at a closed-loop concurrency) for now")
     with csv_path.open(newline="") as handle:
         measured = read_measurements(handle)
     rows, unpredicted = [], []
@@ -70,42 +76,109 @@ def accuracy_report(*, csv_path: Path, use_calibration: bool = True) -> dict[str
     return {"rows": rows, "unpredicted": unpredicted, "summary": {**summarize(rows), "unpredicted": len(unpredicted), "total": len(measured)}}
 
 
-def _silicon_report(csv_path: Path, models: dict[str, Any], chips: dict[str, Any], calibration) -> dict[str, Any]:
-    """Each silicon row gives two measured values (TTFT, TPOT), each predicted and reported under the row's id."""
-    with csv_path.open(newline="") as handle:
-        measured = read_silicon(handle)
-    specs: dict[tuple[str, str], Any] = {}
-    rows, unpredicted = [], []
-    for row in measured:
-        model, chip = models.get(row.model_path), chips.get(row.system)
-        missing = [name for name, found in ((row.model_path, model), (row.system, chip)) if found is None]
-        if missing:
-            for metric in SILICON_METRICS:
-                unpredicted.append({"id": row.id, "metric": metric, "reason": f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"})
-            continue
-        key = (model.slug, chip.slug)
-        if key not in specs:
-            specs[key] = (catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
-        try:
-            estimates = silicon_estimates(row, *specs[key], calibration=calibration)
-        except ValueError as exc:
-            for metric in SILICON_METRICS:
-                unpredicted.append({"id": row.id, "metric": metric, "reason": str(exc)})
-            continue
-        for metric, est in estimates.items():
-            predicted = predict_metric(metric, est)
-            if not est.fits or predicted != predicted:
-                unpredicted.append({"id": row.id, "metric": metric, "reason": "; ".join(est.reasons) or "the planner finds this configuration infeasible"})
+class _Silicon:
+    """The silicon rows resolved against the catalog once, predicted under any serving-engine profiles."""
+
+    def __init__(self, csv_path: Path, models: dict[str, Any], chips: dict[str, Any], calibration) -> None:
+        with csv_path.open(newline="") as handle:
+            self.measured = read_silicon(handle)
+        self.models, self.chips, self.calibration = models, chips, calibration
+        self.specs: dict[tuple[str, str], Any] = {}
+
+    def predict(self, *, profiles=None, only: set[str] | None = None) -> tuple[list[dict], list[dict]]:
+        rows, unpredicted = [], []
+        for row in self.measured:
+            if only is not None and row.id not in only:
                 continue
-            rows.append({
-                "id": row.id, "model": model.slug, "chip": chip.slug, "chip_kind": chip.kind, "metric": metric,
-                "measured": row.measured(metric), "predicted": predicted, "ape": absolute_percentage_error(predicted, row.measured(metric)),
-                "engine": ENGINE_NAMES.get(row.engine, row.engine), "engine_version": row.engine_version, "mode": row.mode, "weight_dtype": est.weight_dtype, "tensor_parallel": est.tensor_parallel,
-                "pipeline_parallel": est.pipeline_parallel, "batch": est.batch, "concurrency": row.concurrency,
-                "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
-            })  # fmt: skip
-    total = 2 * len(measured)
-    return {"rows": rows, "unpredicted": unpredicted, "summary": {**summarize(rows), "unpredicted": len(unpredicted), "total": total}}
+            model, chip = self.models.get(row.model_path), self.chips.get(row.system)
+            missing = [name for name, found in ((row.model_path, model), (row.system, chip)) if found is None]
+            if missing:
+                for metric in SILICON_METRICS:
+                    unpredicted.append({"id": row.id, "metric": metric, "reason": f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"})
+                continue
+            key = (model.slug, chip.slug)
+            if key not in self.specs:
+                self.specs[key] = (catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
+            engine = ENGINE_NAMES.get(row.engine, row.engine)
+            efficiency = profile_for(profiles, engine).factors() if profiles else None
+            try:
+                estimates = silicon_estimates(row, *self.specs[key], calibration=self.calibration, efficiency=efficiency)
+            except ValueError as exc:
+                for metric in SILICON_METRICS:
+                    unpredicted.append({"id": row.id, "metric": metric, "reason": str(exc)})
+                continue
+            for metric, est in estimates.items():
+                predicted = predict_metric(metric, est)
+                if not est.fits or predicted != predicted:
+                    unpredicted.append({"id": row.id, "metric": metric, "reason": "; ".join(est.reasons) or "the planner finds this configuration infeasible"})
+                    continue
+                rows.append({
+                    "id": row.id, "model": model.slug, "family": model.family, "chip": chip.slug, "chip_kind": chip.kind, "metric": metric,
+                    "measured": row.measured(metric), "predicted": predicted, "ape": absolute_percentage_error(predicted, row.measured(metric)),
+                    "engine": engine, "engine_version": row.engine_version, "mode": row.mode, "weight_dtype": est.weight_dtype,
+                    "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
+                    "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
+                    "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
+                    "_parts": _parts(est, predicted, self.specs[key][1], self.calibration),
+                })  # fmt: skip
+        return rows, unpredicted
+
+
+def _parts(est, predicted: float, chip_spec, calibration) -> dict[str, float]:
+    """The pieces of one prediction that fit.surrogate rescales (at the factors the estimate used)."""
+    used = resolve_efficiency(chip_spec, est.weight_dtype, calibration=calibration)
+    d, p = est.decode, est.prefill
+    return {
+        "predicted": predicted, "compute_fraction0": used.compute_fraction, "bandwidth_fraction0": used.bandwidth_fraction,
+        "step_overhead0": used.step_overhead_s, "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
+        "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
+        "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,
+        "decode_s": est.tpot_s - (est.tpot_s - d.time_s), "prefill_s": p.time_s,
+    }  # fmt: skip
+
+
+def _parts_of(rows: list[dict]) -> Parts:
+    columns = {name: np.array([r["_parts"][name] for r in rows], dtype=float) for name in rows[0]["_parts"]} if rows else {}
+    return Parts(metric=np.array([r["metric"] for r in rows]), measured=np.array([r["measured"] for r in rows], dtype=float), **columns)
+
+
+def _report(rows: list[dict], unpredicted: list[dict], total: int) -> dict[str, Any]:
+    clean = [{k: v for k, v in r.items() if k != "_parts"} for r in rows]
+    return {"rows": clean, "unpredicted": unpredicted, "summary": {**summarize(clean), "unpredicted": len(unpredicted), "total": total}}
+
+
+CV_GROUPS = (("engine", "engine"), ("chip", "chip"), ("model family", "family"))
+
+
+def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = False, cv: bool = False) -> dict[str, Any]:
+    """Each silicon row gives two measured values (TTFT, TPOT), each predicted and reported under the row's
+    id. With fit, serving-engine profiles are fitted to the file and every row predicted with them; with cv,
+    each engine, chip and model family is held out in turn, fitted on the rest and predicted."""
+    silicon = _Silicon(csv_path, models, chips, calibration)
+    total = 2 * len(silicon.measured)
+    rows, unpredicted = silicon.predict()
+    report = _report(rows, unpredicted, total)
+    if not (fit or cv) or not rows:
+        return report
+    parts, engines = _parts_of(rows), np.array([r["engine"] for r in rows])
+    profiles = fit_profiles(parts, engines)
+    fitted_rows, fitted_unpredicted = silicon.predict(profiles=profiles)
+    fitted = _report(fitted_rows, fitted_unpredicted, total)
+    report = {**fitted, "spec_defaults": report["summary"], "fit": {"profiles": profiles_table(profiles)}}
+    if cv:
+        report["cv"] = {}
+        for label, key in CV_GROUPS:
+            held_out_rows = []
+            for group, mask in cv_folds([r[key] for r in rows]):
+                train = ~mask
+                fold_profiles = fit_profiles(parts.take(train), engines[train])
+                if key == "engine":  # the held-out engine has no profile of its own: the pooled one speaks for it
+                    fold_profiles.pop(group, None)
+                held = {r["id"] for r, m in zip(rows, mask) if m}
+                predicted, _ = silicon.predict(profiles=fold_profiles, only=held)
+                held_out_rows += [{k: v for k, v in r.items() if k != "_parts"} for r in predicted]
+            report["cv"][label] = summarize(held_out_rows)
+    return report
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -116,7 +189,17 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{u['id']:44} {u.get('metric', ''):14} NOT PREDICTED: {u['reason']}")
     s = report["summary"]
     lines.append("")
-    lines.append(f"overall: MdAPE {s['mdape']:.1f}%  MAPE {s['mape']:.1f}%  over {s['count']} rows ({s['unpredicted']} not predicted of {s['total']})")
+    if "fit" in report:
+        d = report["spec_defaults"]
+        lines.append(f"spec defaults, nothing fitted: MdAPE {d['mdape']:.1f}%  MAPE {d['mape']:.1f}%  over {d['count']} values")
+        lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
+        for p in report["fit"]["profiles"]:
+            lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
+                         f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  ({p['values']} values)")  # fmt: skip
+    for label, stats in report.get("cv", {}).items():
+        by_metric = "  ".join(f"{m} {v['mdape']:.1f}% (n={v['count']})" for m, v in stats["by_metric"].items())
+        lines.append(f"cross-validated, leave one {label} out: MdAPE {stats['mdape']:.1f}%  {by_metric}")
+    lines.append(("in-sample, fitted: " if "fit" in report else "") + f"overall: MdAPE {s['mdape']:.1f}%  MAPE {s['mape']:.1f}%  over {s['count']} rows ({s['unpredicted']} not predicted of {s['total']})")
     for group in ("by_chip_kind", "by_metric", "by_engine"):
         for name, stats in s[group].items():
             lines.append(f"  {group[3:]:9} {name:30} MdAPE {stats['mdape']:6.1f}%  MAPE {stats['mape']:6.1f}%  n={stats['count']}")

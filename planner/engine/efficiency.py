@@ -33,14 +33,18 @@ class Efficiency:
     # Prefill is not graph-captured in serving engines (its shape changes with the
     # prompt): each layer pays its kernel launches and synchronisation once more.
     prefill_layer_overhead_s: float = 0.0
+    # Time a request spends before its first token beyond the prefill itself: tokenisation,
+    # scheduling, the HTTP path of a serving engine. 0 in the spec defaults; fitted per serving
+    # engine from measured TTFT (planner/engine/fit.py).
+    request_overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("compute_fraction", "bandwidth_fraction", "link_bandwidth_fraction"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must lie in (0, 1], got {value}")
-        if min(self.step_overhead_s, self.collective_overhead_s, self.prefill_layer_overhead_s) < 0:
-            raise ValueError("step_overhead_s, collective_overhead_s and prefill_layer_overhead_s must be >= 0")
+        if min(self.step_overhead_s, self.collective_overhead_s, self.prefill_layer_overhead_s, self.request_overhead_s) < 0:
+            raise ValueError("step_overhead_s, collective_overhead_s, prefill_layer_overhead_s and request_overhead_s must be >= 0")
 
 
 # Calibration: (chip slug, weight dtype or "*") -> fitted Efficiency. The caller
@@ -85,7 +89,7 @@ def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency
 # The factors an Efficiency carries (every field but its source label): what a calibration stores
 # and an override may set. One list, so a new factor cannot be dropped on the way (planner/models.py).
 FACTORS: tuple[str, ...] = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction",
-                            "collective_overhead_s", "prefill_layer_overhead_s")  # fmt: skip
+                            "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s")  # fmt: skip
 
 Override = Efficiency | Mapping[str, float]
 
@@ -127,6 +131,7 @@ class EfficiencyTable:
     step_overhead_s: np.ndarray
     link_bandwidth_fraction: np.ndarray
     collective_overhead_s: np.ndarray
+    request_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
     sources: tuple[tuple[str, ...], ...]  # [chip][dtype] -> source label
 

@@ -115,6 +115,7 @@ def serving_metrics(
     clients: float | None = None,
     prefill_tokens: np.ndarray | float = 0.0,
     attention_data_parallel: np.ndarray | float = 1.0,
+    request_overhead_s: np.ndarray | float = 0.0,
 ) -> ServingArrays:
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
@@ -155,7 +156,7 @@ def serving_metrics(
 
         def time_in_system(x):
             wait, _ = queue(x)
-            return prefill_one + first_token_extra_s + wait + streamed
+            return prefill_one + first_token_extra_s + wait + request_overhead_s + streamed
 
         if disaggregated:
             # The admitted requests cycle through the slots; the rest wait for one.
@@ -168,7 +169,7 @@ def serving_metrics(
             # comes when its chunk is done, on average (n + 1) / 2n of the wave's prefill.
             chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / PREFILL_CHUNK_TOKENS), 1.0)
             in_slot = batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks)
-            served = admitted / np.maximum(np.maximum(in_slot, prefill_one) + first_token_extra_s + streamed, 1e-30)
+            served = admitted / np.maximum(np.maximum(in_slot, prefill_one) + first_token_extra_s + request_overhead_s + streamed, 1e-30)
             wait, rho = np.maximum(in_slot - prefill_one, 0.0), served / replicas * batched
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
         wait = wait + admission
@@ -181,7 +182,7 @@ def serving_metrics(
         rho = np.zeros_like(tpot)
         wait = np.zeros_like(tpot)
     prefill_chips = np.broadcast_to(prefill_chips, np.shape(tpot)).astype(float)
-    ttft = prefill_one + first_token_extra_s + wait
+    ttft = prefill_one + first_token_extra_s + wait + request_overhead_s
     if not (closed_loop and clients):
         needed = rate * (ttft + streamed) if rate else np.full(np.shape(tpot), np.nan)
     return ServingArrays(

@@ -27,7 +27,7 @@ import numpy as np
 from .decoding import Autoregressive
 from .deployment import Deployment
 from .dtypes import default_kv_dtype
-from .efficiency import Calibration
+from .efficiency import Calibration, Efficiency, Override
 from .estimate import Estimate, estimate
 from .serving import closed_loop_rate, mdc_wait_s
 from .specs import ChipSpec, ModelSpec, Workload
@@ -130,23 +130,27 @@ def _check(layout: WorkerLayout, role: str) -> None:
         raise ValueError(f"{role}tp_size is {layout.tensor_parallel} as published: no layout to predict")
 
 
-def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration):
+def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration, efficiency):
     deployment = Deployment(
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
         attention_data_parallel=layout.attention_data_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
-    result = estimate(model, deployment, workload, batch=max(batch, 1), calibration=calibration, disaggregated=disaggregated)
+    kwargs = dict(calibration=calibration, efficiency=efficiency, disaggregated=disaggregated)
+    result = estimate(model, deployment, workload, batch=max(batch, 1), **kwargs)
     fits = result.memory.max_concurrency
     if result.fits or fits < 1 or fits >= batch:
         return result
     # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
-    admitted = estimate(model, deployment, workload, batch=fits, calibration=calibration, disaggregated=disaggregated)
+    admitted = estimate(model, deployment, workload, batch=fits, **kwargs)
     note = f"the KV cache holds {fits} of the {batch} sequences asked for; the others wait for a slot"
     return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
 
 
-def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None) -> dict[str, Estimate]:
-    """The estimate behind each metric of the row: {"ttft_s": ..., "tpot_s": ...}."""
+def silicon_estimates(
+    row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None, efficiency: Override | None = None
+) -> dict[str, Estimate]:
+    """The estimate behind each metric of the row: {"ttft_s": ..., "tpot_s": ...}; `efficiency`
+    overrides factors (a fitted serving-engine profile)."""
     if row.precision not in WEIGHT_DTYPES:
         known = ", ".join(p or "(empty)" for p in WEIGHT_DTYPES)
         raise ValueError(f"precision {row.precision!r} is not one of {known}")
@@ -158,21 +162,23 @@ def silicon_estimates(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, cali
         # the concurrency in every such row), so the worker admits batch_size x attention_dp_size.
         admits = (row.agg.batch or row.concurrency) * row.agg.attention_data_parallel
         batch = min(row.concurrency, admits)
-        both = _one(model, chip, row.agg, workload, batch, dtype, False, calibration)
+        both = _one(model, chip, row.agg, workload, batch, dtype, False, calibration, efficiency)
         return {"ttft_s": both, "tpot_s": both}
     _check(row.prefill, "prefill_")
     _check(row.decode, "decode_")
     open_loop = dataclasses.replace(workload, closed_loop=False)
-    prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration)
+    prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration, efficiency)
     per_decode_worker = -(-row.concurrency // row.decode.workers)
-    decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration)
-    return {"ttft_s": _queued_prefill(prefill, decode, row), "tpot_s": decode}
+    decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
+    overhead = float(dict(efficiency or {}).get("request_overhead_s", 0.0)) if not isinstance(efficiency, Efficiency) else efficiency.request_overhead_s
+    return {"ttft_s": _queued_prefill(prefill, decode, row, overhead), "tpot_s": decode}
 
 
-def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow) -> Estimate:
-    """The prefill estimate with the closed loop's queue in its TTFT."""
+def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, request_overhead_s: float) -> Estimate:
+    """The prefill estimate with the closed loop's queue in its TTFT (the request overhead is
+    spent before the queue, not in a prefill worker)."""
     batch = max(row.prefill.batch or 1, 1)
-    service = np.array([prefill.ttft_s])  # one prefill of `batch` prompts on one worker
+    service = np.array([prefill.ttft_s - request_overhead_s])  # one prefill of `batch` prompts on one worker
     servers = np.array([float(row.prefill.workers)])
     streamed = (row.output_tokens - 1) * decode.tpot_s
 

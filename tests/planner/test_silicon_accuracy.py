@@ -38,7 +38,27 @@ def test_every_row_gets_a_ttft_and_a_tpot_prediction_or_a_reason(catalog, capsys
     assert predicted[("dsr1_h200_trtllm_fp8_disagg_1024x1024_c576_cfg303", "tpot_s")]["tensor_parallel"] == 8
     # Found through the catalog's Hugging Face aliases and the chip's system name.
     assert predicted[("qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h100_sxm_trtllm_agg_512x256_c4_tp4_epnone_2", "tpot_s")]["model"] == "qwen3-235b-a22b"
+    # Attention data parallelism: 64 attention replicas of one GPU each, the experts over all 64.
+    adp = predicted[("dsr1_b200_trtllm_fp4_agg_8192x1024_c128_cfg191", "tpot_s")]
+    assert (adp["tensor_parallel"], adp["attention_data_parallel"]) == (1, 64)
     reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
-    assert "attention data parallelism" in reasons["dsr1_b200_trtllm_fp4_agg_8192x1024_c128_cfg191"]
     assert "gb200" in reasons["qwen3_32b_qwen3_32b_gb200_trtllm_agg_4000x1000_c_tp1_epnone_1"]
     assert {"by_engine", "by_metric"} <= set(report["summary"])
+
+
+def test_cv_fits_engine_profiles_and_holds_out_each_engine_chip_and_model_family(catalog, capsys):
+    call_command("accuracy", str(SAMPLE), "--cv", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["cv"]) == {"engine", "chip", "model family"}
+    for stats in report["cv"].values():
+        assert stats["count"] == report["summary"]["count"]  # every predicted value is predicted held out once
+    profiles = {p["engine"]: p for p in report["fit"]["profiles"]}
+    assert "*" in profiles and 0.05 <= profiles["*"]["compute_fraction"] <= 0.95
+    assert report["spec_defaults"]["count"] == report["summary"]["count"]
+
+
+def test_fit_and_cv_refuse_the_csv_format_for_now(catalog):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="silicon layout"):
+        call_command("accuracy", str(SAMPLE.parent / "measured_dev.csv"), "--cv")

@@ -16,11 +16,16 @@ class Command(BaseCommand):
         parser.add_argument("csv", type=Path)
         parser.add_argument("--json", action="store_true", dest="as_json")
         parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations.")
+        parser.add_argument("--fit", action="store_true", help="Fit serving-engine profiles to this file and predict with them (in-sample).")
+        parser.add_argument("--cv", action="store_true", help="Also hold out each engine, chip and model family in turn (cross-validated).")
 
-    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, **options):
+    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
-        report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults)
+        try:
+            report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         if as_json:
             self.stdout.write(json.dumps(json_safe(report), indent=1))
         else:

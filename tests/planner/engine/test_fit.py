@@ -1,0 +1,55 @@
+"""Serving-engine profiles: four physically meaningful parameters per engine, fitted by least squares on a
+surrogate that reproduces the engine's own predictions at the defaults."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.engine.fit import POOLED, Parts, cv_folds, fit_profile, fit_profiles, profile_for, surrogate
+
+
+def _parts(n: int = 60, seed: int = 0) -> Parts:
+    rng = np.random.default_rng(seed)
+    decode_memory = rng.uniform(2e-3, 20e-3, n)
+    prefill_compute = rng.uniform(20e-3, 500e-3, n)
+    metric = np.where(np.arange(n) % 2 == 0, "ttft_s", "tpot_s")
+    decode = decode_memory + 0.3e-3 + 1e-4
+    prefill = prefill_compute + 5e-3 + 0.3e-3
+    predicted = np.where(metric == "ttft_s", prefill * 2.0, decode + 1e-3)  # waves; interleaved prefill
+    return Parts(
+        metric=metric, measured=predicted.copy(), predicted=predicted, compute_fraction0=np.full(n, 0.7),
+        bandwidth_fraction0=np.full(n, 0.75), step_overhead0=np.full(n, 0.3e-3), decode_compute_s=decode_memory / 10,
+        decode_memory_s=decode_memory, decode_fixed_s=np.full(n, 1e-4), prefill_compute_s=prefill_compute,
+        prefill_memory_s=prefill_compute / 20, prefill_fixed_s=np.full(n, 5e-3), decode_s=decode, prefill_s=prefill,
+    )  # fmt: skip
+
+
+def test_the_surrogate_reproduces_the_engines_predictions_at_the_defaults():
+    p = _parts()
+    assert surrogate(np.array([0.7, 0.75, 0.3e-3, 0.0]), p) == pytest.approx(p.predicted, rel=1e-12)
+
+
+def test_the_fit_recovers_known_factors_and_a_request_overhead():
+    p = _parts()
+    truth = np.array([0.5, 0.6, 0.5e-3, 0.04])
+    measured = surrogate(truth, p)
+    fitted = fit_profile(Parts(**{**p.__dict__, "measured": measured}))
+    assert fitted.compute_fraction == pytest.approx(0.5, rel=0.02)
+    assert fitted.bandwidth_fraction == pytest.approx(0.6, rel=0.02)
+    assert fitted.request_overhead_s == pytest.approx(0.04, rel=0.05)
+    assert fitted.values == len(p)
+
+
+def test_an_engine_with_too_few_values_falls_back_to_the_pooled_profile():
+    p = _parts()
+    engines = np.array(["vLLM"] * 50 + ["SGLang"] * 10)
+    profiles = fit_profiles(p, engines)
+    assert set(profiles) == {POOLED, "vLLM"}
+    assert profile_for(profiles, "SGLang") is profiles[POOLED]
+
+
+def test_leave_one_group_out_holds_out_each_group_once():
+    folds = cv_folds(["a", "b", "a", "c"])
+    assert [g for g, _ in folds] == ["a", "b", "c"]
+    assert sum(mask.sum() for _, mask in folds) == 4
