@@ -14,7 +14,6 @@ from planner import catalog_specs
 from planner.engine import (
     Decoding,
     Deployment,
-    Efficiency,
     Estimate,
     SearchOptions,
     Workload,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dtypes import default_kv_dtype
-from .efficiency import Calibration, Efficiency, Override
+from .efficiency import Calibration, Override
 from .estimate import Estimate, estimate
 from .decoding import Decoding, Resolvers
 from .decoding import decoding_from_params as _method_from_params

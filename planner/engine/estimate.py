@@ -9,7 +9,7 @@ import numpy as np
 
 from .cost import offering_usd_per_chip_hour, usd_per_million_input_tokens, usd_per_million_tokens
 from .dtypes import default_kv_dtype
-from .efficiency import Calibration, Efficiency, Override
+from .efficiency import Calibration, Override
 from .evaluate import evaluate
 from .fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS
 from .forward import BOUND_NAMES

@@ -3,9 +3,8 @@ expressions. Python loops run only over chips and decoding settings."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,14 +13,14 @@ from .cost import energy_per_token_j, power_fraction
 from .chips import lpu, policy_for
 from .decoding import Autoregressive, DecodeInputs, DecodeOutcome, Decoding
 from .dtypes import compute_table
-from .efficiency import Calibration, Efficiency, Override, efficiency_table
+from .efficiency import Calibration, Override, efficiency_table
 from .forward import PhaseCost, forward_cost
 from .grid import CandidateGrid
 from .hardware import CandidateHardware, candidate_hardware, chip_table
 from .memory import memory_fit
 from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
 from .serving import serving_metrics
-from .specs import ChipSpec, ModelSpec
+from .specs import ChipSpec, ModelSpec, Workload
 from .units import DTYPE_BYTES
 
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids

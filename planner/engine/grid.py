@@ -9,7 +9,7 @@ import numpy as np
 
 from .chips import policy_for
 from .dtypes import default_kv_dtype
-from .layouts import DEFAULT_CHIP_COUNTS, DEFAULT_TENSOR_PARALLEL, chip_layouts
+from .layouts import DEFAULT_TENSOR_PARALLEL
 from .specs import ChipSpec, ModelSpec
 from .units import DTYPE_CODE, DTYPES
 

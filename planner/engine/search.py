@@ -10,7 +10,7 @@ import numpy as np
 
 from . import reasons
 from .cost import cheapest_offering, offering_table, usd_per_million_input_tokens, usd_per_million_tokens
-from .efficiency import Calibration, Efficiency, Override
+from .efficiency import Calibration, Override
 from .estimate import Estimate, estimate_from_results
 from .evaluate import evaluate
 from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, cartesian_grid

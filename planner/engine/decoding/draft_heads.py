@@ -20,17 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 
 from hwcatalog import architecture
 
 from ..forward import forward_cost
-from ..memory import SequenceFootprint
 from ..specs import ModelSpec
 from .acceptance import check_draft_tokens, expected_tokens_per_step, resolve_acceptance
 from .base import DecodeInputs, DecodeOutcome, ResidentModel, Resolvers
 from .registry import register
-from .speculative import DEFAULT_ACCEPTANCE_RATE, verification_cost
+from .speculative import DEFAULT_ACCEPTANCE_RATE, speculation_outcome
 
 HEAD_KINDS = ("mtp", "eagle", "medusa")
 # DeepSeek-V3 report sec. 5.4.3: the second token's acceptance "ranges between 85% and 90%".
@@ -121,24 +119,12 @@ class DraftHeads:
                 kv_read_tokens=att.kv_read_tokens(context), kv_write_tokens=1.0,
             )  # fmt: skip
             steps = float(k)
-        verify = verification_cost(inputs, k)
-        cycle = steps * step.time_s + verify.time_s
-        return DecodeOutcome(
-            step=verify,
-            token_time_s=cycle / tau,
-            first_token_extra_s=np.zeros(len(hw)),
-            achieved_flops_per_s_per_chip=(steps * step.flops_per_chip + verify.flops_per_chip) / cycle,
-            achieved_bytes_per_s_per_chip=(steps * step.bytes_per_chip + verify.bytes_per_chip) / cycle,
-            needs_prefill=True,
-            tokens_per_step=tau,
-            delivered_tokens=float(workload.output_tokens),
-            footprint=SequenceFootprint(cached_tokens=workload.prompt_tokens + workload.output_tokens + k, workspace_tokens=0.0, logit_rows=k + 1.0),
-            resident=tuple(
-                ResidentModel(model=head, weight_bytes_per_param=hw.weight_bytes_per_param, resident_params=own,
-                              keeps_cache=self.head_kind != "medusa")
-                for _ in range(k if self.head_kind == "mtp" else 1)  # MTP: k modules; EAGLE: one head run k times
-            ),  # fmt: skip
-        )
+        resident = tuple(
+            ResidentModel(model=head, weight_bytes_per_param=hw.weight_bytes_per_param, resident_params=own,
+                          keeps_cache=self.head_kind != "medusa")
+            for _ in range(k if self.head_kind == "mtp" else 1)  # MTP: k modules; EAGLE: one head run k times
+        )  # fmt: skip
+        return speculation_outcome(inputs, draft_step=step, draft_steps=steps, draft_tokens=k, tau=tau, resident=resident)
 
     def warnings(self, compute_warning) -> tuple[str, ...]:
         _, assumed = self.acceptance()

@@ -74,7 +74,7 @@ class Speculative:
         Verification is costed with the roofline at b*(k+1) tokens rather than as
         one step (Leviathan's thm 3.8 assumption), so it grows past the ridge.
         """
-        model, hw, workload = inputs.model, inputs.hw, inputs.workload
+        hw, workload = inputs.hw, inputs.workload
         draft_peak, draft_beta, draft_no_math = self._draft_arrays(inputs)
         k = self.draft_tokens
         alpha, _ = self.acceptance()
@@ -87,22 +87,10 @@ class Speculative:
             kv_read_tokens=att.kv_read_tokens(context), kv_write_tokens=1.0, weight_bytes_per_param=draft_beta,
             peak_flops_per_s=draft_peak,
         )  # fmt: skip
-        verify = verification_cost(inputs, k)
-        cycle = k * draft.time_s + verify.time_s
-        return DecodeOutcome(
-            step=verify,
-            token_time_s=cycle / tau,
-            first_token_extra_s=np.zeros(len(hw)),
-            achieved_flops_per_s_per_chip=(k * draft.flops_per_chip + verify.flops_per_chip) / cycle,
-            achieved_bytes_per_s_per_chip=(k * draft.bytes_per_chip + verify.bytes_per_chip) / cycle,
-            needs_prefill=True,
-            tokens_per_step=tau,
-            delivered_tokens=float(workload.output_tokens),
-            footprint=SequenceFootprint(cached_tokens=workload.prompt_tokens + workload.output_tokens + k, workspace_tokens=0.0, logit_rows=k + 1.0),
-            # The draft is sharded like the target and keeps its own cache (Leviathan et al.).
-            resident=(ResidentModel(model=self.draft, weight_bytes_per_param=draft_beta),),
-            no_math_path=draft_no_math,
-        )
+        # The draft is sharded like the target and keeps its own cache (Leviathan et al.).
+        resident = (ResidentModel(model=self.draft, weight_bytes_per_param=draft_beta),)
+        return speculation_outcome(inputs, draft_step=draft, draft_steps=k, draft_tokens=k, tau=tau, resident=resident,
+                                   no_math_path=draft_no_math)  # fmt: skip
 
     def warnings(self, compute_warning) -> tuple[str, ...]:
         out = []
@@ -119,6 +107,31 @@ class Speculative:
         alpha, _ = self.acceptance()
         return {"draft_model": self.draft.slug, "draft_tokens": self.draft_tokens, "acceptance_rate": alpha,
                 "mean_accepted_tokens": expected_tokens_per_step(alpha, self.draft_tokens)}  # fmt: skip
+
+
+def speculation_outcome(
+    inputs: DecodeInputs, *, draft_step, draft_steps, draft_tokens: int, tau: float, resident: tuple[ResidentModel, ...],
+    no_math_path: np.ndarray | None = None,
+) -> DecodeOutcome:
+    """A cycle of `draft_steps` proposal forwards (`draft_step` each) and one verification of
+    draft_tokens + 1 positions, emitting tau tokens: what draft models and draft heads share."""
+    workload = inputs.workload
+    verify = verification_cost(inputs, draft_tokens)
+    cycle = draft_steps * draft_step.time_s + verify.time_s
+    cached = workload.prompt_tokens + workload.output_tokens + draft_tokens
+    return DecodeOutcome(
+        step=verify,
+        token_time_s=cycle / tau,
+        first_token_extra_s=np.zeros(len(inputs.hw)),
+        achieved_flops_per_s_per_chip=(draft_steps * draft_step.flops_per_chip + verify.flops_per_chip) / cycle,
+        achieved_bytes_per_s_per_chip=(draft_steps * draft_step.bytes_per_chip + verify.bytes_per_chip) / cycle,
+        needs_prefill=True,
+        tokens_per_step=tau,
+        delivered_tokens=float(workload.output_tokens),
+        footprint=SequenceFootprint(cached_tokens=cached, workspace_tokens=0.0, logit_rows=draft_tokens + 1.0),
+        resident=resident,
+        no_math_path=no_math_path,
+    )
 
 
 def verification_cost(inputs: DecodeInputs, draft_tokens: int):
