@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.engine.efficiency import resolve_efficiency
 from planner.engine.fit import Parts, cv_folds, fit_profiles, profile_for, profiles_table
+from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, read_silicon, silicon_estimates
@@ -148,6 +149,36 @@ def _report(rows: list[dict], unpredicted: list[dict], total: int) -> dict[str, 
 
 
 CV_GROUPS = (("engine", "engine"), ("chip", "chip"), ("model family", "family"))
+ERROR_BANDS = Path(__file__).resolve().parent / "data" / "error_bands.json"
+
+
+def _interval_check(rows: list[dict]) -> dict[str, Any]:
+    """80% intervals for the spec-default predictions the planner serves: each row gets the interval the
+    stored bands (planner/data/error_bands.json) give it, and for each grouping the bands are rebuilt
+    without the held-out group to measure how often they cover its values."""
+    stored = load_bands(ERROR_BANDS)
+    for r in rows:
+        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=r["engine"], bands=stored) if stored else None
+        r["interval"] = [band.low, band.high] if band else None
+    out: dict[str, Any] = {"coverage_in_sample": coverage(rows) if stored else None, "coverage_cv": {}}
+    for label, key in CV_GROUPS:
+        held = []
+        for group, mask in cv_folds([r[key] for r in rows]):
+            bands = bands_from(r for r, m in zip(rows, mask) if not m)
+            for r, m in zip(rows, mask):
+                if m:
+                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=r["engine"], bands=bands)
+                    held.append({**r, "interval": [band.low, band.high] if band else None})
+        out["coverage_cv"][label] = coverage(held)
+    return out
+
+
+def write_error_bands(*, csv_path: Path, out: Path) -> int:
+    """Bands from every spec-default prediction of a silicon file (none of it tuned the defaults)."""
+    report = accuracy_report(csv_path=csv_path, use_calibration=False)
+    bands = bands_from(report["rows"])
+    save_bands(bands, out, source=f"manage.py accuracy {csv_path.name} --bands-out (spec defaults, {len(report['rows'])} values)")
+    return len(bands)
 
 
 def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = False, cv: bool = False) -> dict[str, Any]:
@@ -158,13 +189,15 @@ def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = F
     total = 2 * len(silicon.measured)
     rows, unpredicted = silicon.predict()
     report = _report(rows, unpredicted, total)
+    if rows:
+        report["intervals"] = _interval_check(report["rows"])
     if not (fit or cv) or not rows:
         return report
     parts, engines = _parts_of(rows), np.array([r["engine"] for r in rows])
     profiles = fit_profiles(parts, engines)
     fitted_rows, fitted_unpredicted = silicon.predict(profiles=profiles)
     fitted = _report(fitted_rows, fitted_unpredicted, total)
-    report = {**fitted, "spec_defaults": report["summary"], "fit": {"profiles": profiles_table(profiles)}}
+    report = {**fitted, "spec_defaults": report["summary"], "intervals": report["intervals"], "fit": {"profiles": profiles_table(profiles)}}
     if cv:
         report["cv"] = {}
         for label, key in CV_GROUPS:
@@ -196,6 +229,10 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"]["profiles"]:
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  ({p['values']} values)")  # fmt: skip
+    intervals = report.get("intervals")
+    if intervals:
+        cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())
+        lines.append(f"80% intervals cover the measured value: {cv}")
     for label, stats in report.get("cv", {}).items():
         by_metric = "  ".join(f"{m} {v['mdape']:.1f}% (n={v['count']})" for m, v in stats["by_metric"].items())
         lines.append(f"cross-validated, leave one {label} out: MdAPE {stats['mdape']:.1f}%  {by_metric}")

@@ -26,6 +26,8 @@ PLAN_ROW_FIELDS: tuple[ResultField, ...] = (
     ResultField(name="chip_kind", kind="str", unit="", description="cpu, gpu, tpu, lpu or other", per_candidate=False, csv="chip_kind"),
     ResultField(name="chip_name", kind="str", unit="", description="the chip's name", per_candidate=False),
     ResultField(name="candidate_index", kind="int", unit="", description="the candidate's index in the plan's grid", per_candidate=False),
+    ResultField(name="intervals", kind="object", unit="", per_candidate=False,
+                description="80% prediction intervals {figure: {low, high, basis}} from held-out errors of comparable predictions"),
 )  # fmt: skip
 
 _JSON_TYPES = {"float": "number", "int": "integer", "str": "string", "bool": "boolean"}
@@ -81,6 +83,8 @@ def estimate_response_schema() -> dict[str, Any]:
         chip_kind={"type": "string", "description": "cpu, gpu, tpu, lpu or other"},
         costs={"type": "array", "items": _cost_object("one offering's price", **priced), "description": "every offering, cheapest first"},
         cost=_cost_object("the cheapest of costs (null: the chip has no offering)", **priced),
+        intervals={"type": "object", "additionalProperties": True,
+                   "description": "80% prediction intervals {figure: {low, high, basis}} from held-out errors of comparable predictions"},
     )
     return schema
 

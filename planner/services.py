@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -22,6 +23,7 @@ from planner.engine import (
     tensor_parallel_options,
 )
 from planner.engine.decoding import Resolvers, decoding_from_params
+from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
 from planner.models import Plan
@@ -84,6 +86,25 @@ def _efficiency(data: dict[str, Any] | None) -> dict[str, float] | None:
     return dict(data) if data else None
 
 
+@functools.lru_cache(maxsize=1)
+def _error_bands():
+    from planner.accuracy import ERROR_BANDS
+
+    return load_bands(ERROR_BANDS)
+
+
+def prediction_intervals(values: dict[str, Any], *, chip_kind: str) -> dict[str, Any]:
+    """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
+    (planner/engine/uncertainty.py; planner/data/error_bands.json). No serving engine is named yet, so
+    the bands are those of the chip kind over every engine measured."""
+    out = {}
+    for figure in BAND_OF:
+        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine="*", bands=_error_bands())
+        if band is not None:
+            out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
+    return out
+
+
 def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:
     return (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0)
 
@@ -132,6 +153,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["costs"] = costs
     out["cost"] = costs[0] if costs else None
     out["chip_kind"] = chip.kind
+    priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
+    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind))
     return out
 
 
@@ -185,6 +208,7 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip]) -> dict[str, Any]:
     row["offering"] = offering.slug if offering else None
     row["pricing_model"] = offering.pricing_model if offering else None
     row["chip_kind"] = chips_by_slug[est.chip_slug].kind
+    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"]))
     row["chip_name"] = chips_by_slug[est.chip_slug].name
     row["candidate_index"] = int(i)
     return row

@@ -123,3 +123,16 @@ def test_attention_data_parallelism_is_an_estimate_field(catalog, anonymous_clie
     assert e["feasible"] and e["attention_data_parallel"] == 8 and e["replicas"] == 1
     bad = anonymous_client.post("/api/v1/estimates/", {**body, "attention_data_parallel": 3}, format="json")
     assert bad.status_code == 400 and "chip_count" in bad.json()
+
+
+def test_an_estimate_carries_80_percent_intervals_that_say_what_they_rest_on(catalog, anonymous_client):
+    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8}, format="json").json()
+    ttft, tpot = e["intervals"]["ttft_s"], e["intervals"]["tpot_s"]
+    assert ttft["low"] < ttft["high"]
+    assert tpot["low"] <= e["tpot_s"] <= tpot["high"] and "held-out" in tpot["basis"]
+    per_user = e["intervals"]["tokens_per_s_per_user"]
+    assert per_user["low"] == pytest.approx(1 / tpot["high"], rel=1e-6)
+    cpu = anonymous_client.post("/api/v1/estimates/", {**BASE, "chip": "amd-epyc-9654", "batch": 1}, format="json").json()
+    assert "no measurement of a cpu chip" in cpu["intervals"]["tpot_s"]["basis"]
+    cpu_width = cpu["intervals"]["tpot_s"]["high"] / cpu["intervals"]["tpot_s"]["low"]
+    assert cpu_width > tpot["high"] / tpot["low"]  # the widest band, widened

@@ -62,3 +62,13 @@ def test_fit_and_cv_refuse_the_csv_format_for_now(catalog):
 
     with pytest.raises(CommandError, match="silicon layout"):
         call_command("accuracy", str(SAMPLE.parent / "measured_dev.csv"), "--cv")
+
+
+def test_intervals_are_checked_for_coverage_with_each_group_held_out(catalog, capsys):
+    call_command("accuracy", str(SAMPLE), "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["intervals"]["coverage_cv"]) == {"engine", "chip", "model family"}
+    # A band is where measured values fell around comparable predictions: it may sit wholly above a
+    # prediction the model makes too low (TTFT), so only its order is fixed.
+    with_interval = [r for r in report["rows"] if r["interval"]]
+    assert with_interval and all(r["interval"][0] < r["interval"][1] for r in with_interval)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from planner.accuracy import accuracy_report, format_report
+from planner.accuracy import accuracy_report, format_report, write_error_bands
 from planner.services import json_safe
 
 
@@ -18,10 +18,15 @@ class Command(BaseCommand):
         parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations.")
         parser.add_argument("--fit", action="store_true", help="Fit serving-engine profiles to this file and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each engine, chip and model family in turn (cross-validated).")
+        parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands of the spec-default predictions to this JSON file.")
 
-    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, **options):
+    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, bands_out, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
+        if bands_out:
+            count = write_error_bands(csv_path=csv, out=bands_out)
+            self.stdout.write(f"{count} error bands written to {bands_out}")
+            return
         try:
             report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv)
         except ValueError as exc:

@@ -1,0 +1,118 @@
+"""80% prediction intervals from cross-validated errors (docs/accuracy.md, "Prediction intervals").
+
+An interval says how wrong comparable predictions were when their group was held out: the 10th
+and 90th percentiles of log(measured / predicted) over held-out values of the same metric, chip
+kind and serving engine (falling back to the metric and chip kind, then the metric alone, when a
+group has too few values). A chip kind or engine with no measurement behind it gets the widest
+band of that metric, widened by half again, and says so.
+
+Derived metrics carry the band of the one they come from: tokens/s per user is 1 / TPOT, total
+tokens/s and $/1M output tokens scale with TPOT at a fixed batch, so their bands are TPOT's (the
+first inverted).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
+MIN_VALUES = 30
+UNKNOWN_WIDENING = 1.5
+# The metric whose band each reported figure borrows, and whether it runs inversely.
+BAND_OF = {
+    "ttft_s": ("ttft_s", False),
+    "tpot_s": ("tpot_s", False),
+    "tokens_per_s_per_user": ("tpot_s", True),
+    "output_tokens_per_s_total": ("tpot_s", True),
+    "usd_per_million_output_tokens": ("tpot_s", False),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorBand:
+    metric: str
+    chip_kind: str  # "*": any
+    engine: str  # "*": any
+    low_log_ratio: float  # 10th percentile of log(measured / predicted)
+    high_log_ratio: float
+    values: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval:
+    low: float
+    high: float
+    basis: str  # which errors it rests on, in words
+
+
+def bands_from(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
+    """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted."""
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for r in rows:
+        ratio = math.log(float(r["measured"]) / float(r["predicted"]))
+        for key in ((r["metric"], r["chip_kind"], r["engine"]), (r["metric"], r["chip_kind"], "*"), (r["metric"], "*", "*")):
+            groups.setdefault(key, []).append(ratio)
+    bands = []
+    for (metric, kind, engine), ratios in sorted(groups.items()):
+        if len(ratios) >= MIN_VALUES or (kind, engine) == ("*", "*"):
+            low, high = np.quantile(ratios, [LOW_QUANTILE, HIGH_QUANTILE])
+            bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=engine, low_log_ratio=float(low),
+                                   high_log_ratio=float(high), values=len(ratios)))  # fmt: skip
+    return tuple(bands)
+
+
+def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str) -> tuple[ErrorBand | None, bool]:
+    by_key = {(b.metric, b.chip_kind, b.engine): b for b in bands}
+    for key in ((metric, chip_kind, engine), (metric, chip_kind, "*")):
+        if key in by_key:
+            return by_key[key], True
+    return by_key.get((metric, "*", "*")), False
+
+
+def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: str, bands: Iterable[ErrorBand]) -> Interval | None:
+    """The 80% interval around `predicted` for a reported figure (a key of BAND_OF)."""
+    if predicted is None or not math.isfinite(predicted) or figure not in BAND_OF:
+        return None
+    metric, inverse = BAND_OF[figure]
+    bands = tuple(bands)
+    band, comparable = _lookup(bands, metric, chip_kind, engine)
+    if band is None:
+        return None
+    low, high = band.low_log_ratio, band.high_log_ratio
+    if comparable:
+        basis = f"{band.values} held-out {metric} errors on {_scope(band)}"
+    else:
+        widest = max((b for b in bands if b.metric == metric), key=lambda b: b.high_log_ratio - b.low_log_ratio)
+        centre, half = (widest.low_log_ratio + widest.high_log_ratio) / 2, (widest.high_log_ratio - widest.low_log_ratio) / 2
+        low, high = centre - UNKNOWN_WIDENING * half, centre + UNKNOWN_WIDENING * half
+        basis = f"no measurement of a {chip_kind} chip on {engine}: the widest {metric} band, widened by half"
+    if inverse:
+        low, high = -high, -low
+    return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)
+
+
+def _scope(band: ErrorBand) -> str:
+    kind = "any chip" if band.chip_kind == "*" else f"{band.chip_kind} chips"
+    return kind if band.engine == "*" else f"{kind} with {band.engine}"
+
+
+def coverage(rows: Iterable[Mapping]) -> float:
+    """Share of rows whose measured value lies inside their interval."""
+    inside = [r["interval"][0] <= r["measured"] <= r["interval"][1] for r in rows if r.get("interval")]
+    return float(np.mean(inside)) if inside else float("nan")
+
+
+def save_bands(bands: Iterable[ErrorBand], path: Path, *, source: str) -> None:
+    path.write_text(json.dumps({"source": source, "bands": [asdict(b) for b in bands]}, indent=1) + "\n")
+
+
+def load_bands(path: Path) -> tuple[ErrorBand, ...]:
+    if not path.is_file():
+        return ()
+    return tuple(ErrorBand(**b) for b in json.loads(path.read_text())["bands"])
