@@ -36,7 +36,7 @@ RENT_MODELS = ("on_demand", "reserved", "spot")
 
 
 class PlanTooLarge(ValueError):
-    pass
+    """The search asked for cannot run as asked (too large, or nothing to search): a 400 on `hardware`."""
 
 
 def json_safe(value: Any) -> Any:
@@ -220,6 +220,8 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     model: ModelArch = data["model"]
     workload = _workload(data["workload"])
     chips = _chips_for(data["hardware"])
+    if not chips:
+        raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors); widen them.")
     decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
     options = plan_search_options(data, decodings=decodings)
     bound = plan_candidate_bound(chip_count=len(chips), options=options, workload=workload)

@@ -70,8 +70,8 @@ def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
     parts = []
     for d, index in enumerate(_decoding_blocks(grid.decoding_index, len(decodings))):
         size = _size(index)
-        if size == 0:
-            continue
+        if size == 0 and (len(grid) or d):
+            continue  # an empty grid still runs one (empty) block, so every result array exists
         whole = size == len(grid)
         sub = (grid, hw, shared) if whole else (grid.take(index), hw.take(index), shared.take(index))
         parts.append((index, _evaluate_one_decoding(context, decodings[d], *sub)))

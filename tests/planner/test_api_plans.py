@@ -96,3 +96,10 @@ def test_an_absurd_search_is_refused_up_front(catalog, token_client, monkeypatch
     response = token_client.post("/api/v1/plans/", {**CHAT_70B, "workload": {"prompt_tokens": 100, "output_tokens": 100}}, format="json")
     assert response.status_code == 400 and "narrow" in response.json()["hardware"][0]
     assert not Plan.objects.exists()
+
+
+def test_hardware_filters_that_match_no_chip_get_400_naming_hardware(catalog, token_client):
+    body = {**CHAT_70B, "hardware": {"kinds": ["cpu", "tpu"], "vendors": ["nobody"]}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400 and "No chip in the catalog matches" in response.json()["hardware"][0]
+    assert not Plan.objects.exists()

@@ -63,3 +63,10 @@ def test_clients_beyond_the_batch_wait_for_a_slot_by_littles_law():
     lifetime = inside.ttft_s + 255 * inside.tpot_s
     assert crowded.ttft_s - inside.ttft_s == pytest.approx(lifetime, rel=0.05)
     assert crowded.output_tokens_per_s_total == pytest.approx(inside.output_tokens_per_s_total, rel=1e-6)
+
+
+def test_a_search_over_no_chips_is_empty_not_an_error():
+    from planner.engine import SearchOptions, search
+
+    result = search(llama_3_1_8b(), [], {}, Workload(prompt_tokens=100, output_tokens=100, request_rate_per_s=5e6), SearchOptions())
+    assert result.candidates == 0 and len(result.ranked) == 0 and result.infeasible == ()
