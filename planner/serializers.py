@@ -215,6 +215,10 @@ class PlanInputSerializer(serializers.Serializer):
     efficiency = EfficiencySerializer(required=False)
     disaggregated = serializers.BooleanField(default=False)
     pinned = serializers.BooleanField(default=False)
+    rank_by = serializers.ChoiceField(
+        choices=["expected", "pessimistic"], default="expected",
+        help_text="expected: by predicted $/1M output tokens; pessimistic: by the high end of its 80% interval.",
+    )
 
     def validate(self, attrs):
         model = attrs["model"]

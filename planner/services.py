@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+
+import numpy as np
 from typing import Any
 
 from django.db import transaction
@@ -103,6 +105,15 @@ def prediction_intervals(values: dict[str, Any], *, chip_kind: str) -> dict[str,
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
+
+
+def _pessimistic_cost(result, chips: list[Chip]) -> np.ndarray:
+    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind)."""
+    factor = np.array([
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine="*", bands=_error_bands())) else 1.0)
+        for c in chips
+    ])  # fmt: skip
+    return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
 
 
 def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:
@@ -249,6 +260,8 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
 
     budget = data.get("budget_usd_per_million_output_tokens")
     ranked = result.ranked
+    if data.get("rank_by") == "pessimistic":
+        ranked = ranked[np.argsort(_pessimistic_cost(result, chips)[ranked], kind="stable")]
     over_budget_count = 0
     if budget is not None:
         within = result.usd_per_million_output_tokens[ranked] <= budget

@@ -103,3 +103,15 @@ def test_hardware_filters_that_match_no_chip_get_400_naming_hardware(catalog, to
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 400 and "No chip in the catalog matches" in response.json()["hardware"][0]
     assert not Plan.objects.exists()
+
+
+def test_a_plan_ranks_by_the_pessimistic_end_of_its_cost_interval_when_asked(catalog, token_client):
+    body = {**CHAT_70B, "hardware": {"kinds": ["gpu", "tpu"]}, "rank_by": "pessimistic"}
+    plan = token_client.post("/api/v1/plans/", body, format="json").json()
+    ranked = plan["results"]["ranked"]
+    high = [r["intervals"]["usd_per_million_output_tokens"]["high"] for r in ranked]
+    assert ranked and high == sorted(high)
+    expected = token_client.post("/api/v1/plans/", {**body, "rank_by": "expected"}, format="json").json()["results"]["ranked"]
+    costs = [r["usd_per_million_output_tokens"] for r in expected]
+    assert costs == sorted(costs)
+    assert token_client.post("/api/v1/plans/", {**body, "rank_by": "worst"}, format="json").status_code == 400
