@@ -64,4 +64,5 @@ def test_the_ranking_table_shows_a_column_per_labelled_field(catalog, token_clie
     html = client.get(f"/plans/{plan['id']}/").content.decode()
     for f in table_columns():
         assert f">{f.label}</th>" in html, f.label
+    assert 'class="small muted range" title="80% interval: ' in html  # the range under each figure that has one
     assert all(f.label for f in RESULT_FIELDS if f.validated)
