@@ -134,7 +134,7 @@ def _parts(est, predicted: float, chip_spec, calibration) -> dict[str, float]:
         "step_overhead0": used.step_overhead_s, "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
         "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
         "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,
-        "decode_s": est.tpot_s - (est.tpot_s - d.time_s), "prefill_s": p.time_s,
+        "decode_s": d.time_s, "prefill_s": p.time_s,
     }  # fmt: skip
 
 

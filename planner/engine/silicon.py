@@ -170,7 +170,10 @@ def silicon_estimates(
     prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration, efficiency)
     per_decode_worker = -(-row.concurrency // row.decode.workers)
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
-    overhead = float(dict(efficiency or {}).get("request_overhead_s", 0.0)) if not isinstance(efficiency, Efficiency) else efficiency.request_overhead_s
+    if isinstance(efficiency, Efficiency):
+        overhead = efficiency.request_overhead_s
+    else:
+        overhead = float((efficiency or {}).get("request_overhead_s", 0.0))
     return {"ttft_s": _queued_prefill(prefill, decode, row, overhead), "tpot_s": decode}
 
 
