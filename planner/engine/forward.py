@@ -28,7 +28,7 @@ COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
 BOUND_NAMES = ("compute", "memory", "interconnect")
 
 
-def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | float = 1.0) -> np.ndarray:
+def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | None = None) -> np.ndarray:
     """Parameters one tensor-parallel rank group streams from memory in a forward over `tokens` tokens.
 
     Everything but the untied input embedding (only b rows are gathered) and the
@@ -40,7 +40,8 @@ def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray 
     if not model.is_moe:
         return np.full(np.shape(tokens), dense)
     touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
-    return dense + model.moe_layer_count * model.params_per_expert * touched / expert_shards
+    experts = model.moe_layer_count * model.params_per_expert * touched
+    return dense + (experts if expert_shards is None else experts / expert_shards)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,11 +103,16 @@ def forward_cost(
     # sequences (its own KV cache) and the experts are spread over all tp*adp ranks: every
     # rank does 1/(tp*pp*adp) of the FLOPs, reads its dense weights in full and 1/adp of the
     # touched experts.
-    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp * adp)
-    weights = params_read(model, tokens, expert_shards=adp) * beta_w / (tp * pp)
+    # Without attention DP anywhere in the block its terms are skipped: the same numbers, fewer array passes.
+    split = hw.any_attention_dp
+    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp * adp if split else tp * pp)
+    weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
     kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
-    kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp / adp
-    message = tokens / adp * model.hidden_size * hw.activation_bytes  # one attention replica's activations
+    kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
+    replica_tokens = tokens
+    if split:
+        kv, replica_tokens = kv / adp, tokens / adp
+    message = replica_tokens * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
     compute_stage = flops / (hw.compute_fraction * np.maximum(peak, 1e-30))
@@ -133,7 +139,7 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
     layers = model.num_layers / pp
     megatron = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
-    if not model.is_moe or not np.any(adp > 1):
+    if not model.is_moe or not hw.any_attention_dp:
         return megatron
     moe_layers = model.moe_layer_count / pp
     attention = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0

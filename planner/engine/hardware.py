@@ -93,12 +93,16 @@ class CandidateHardware:
     activation_bytes: np.ndarray
     tdp_watts: np.ndarray
     node_size: np.ndarray
+    # False when no candidate uses attention data parallelism: the cost functions then skip its terms
+    # (the same numbers, fewer array passes in a search).
+    any_attention_dp: bool = True
 
     def __len__(self) -> int:
         return len(self.tensor_parallel)
 
     def take(self, index: np.ndarray) -> CandidateHardware:
-        return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+        return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self) if f.name != "any_attention_dp"},
+                                 any_attention_dp=self.any_attention_dp)  # fmt: skip
 
 
 def candidate_hardware(
@@ -128,6 +132,7 @@ def candidate_hardware(
         tensor_parallel=tp,
         pipeline_parallel=pp,
         attention_data_parallel=adp,
+        any_attention_dp=bool(np.any(adp > 1)),
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
         usable_memory_bytes=table.memory_bytes[c] * table.usable_fraction[c],

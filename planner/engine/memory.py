@@ -56,8 +56,11 @@ def memory_fit(
     adp = hw.attention_data_parallel
     # Attention data parallelism replicates the dense weights over its adp attention replicas and
     # spreads the routed experts over all tp*adp ranks of the replica.
-    spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
-    weights = np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param / shards
+    if hw.any_attention_dp:
+        spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
+        weights = np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param / shards
+    else:
+        weights, adp = model.total_params * hw.weight_bytes_per_param / shards, 1.0
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
