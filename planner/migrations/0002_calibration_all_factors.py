@@ -20,4 +20,9 @@ class Migration(migrations.Migration):
             name='prefill_layer_overhead_s',
             field=models.FloatField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name='calibration',
+            name='request_overhead_s',
+            field=models.FloatField(blank=True, null=True),
+        ),
     ]

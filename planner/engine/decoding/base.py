@@ -9,7 +9,7 @@ register once (registry.py) under the name the API, the CSV and the UI use.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -98,7 +98,6 @@ class Resolvers:
     model: ModelSpec | None = None  # the target
     output_tokens: int | None = None
     resolve_model: Callable[[Any], ModelSpec] | None = None  # a slug or a row -> ModelSpec
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def achieved(cost: PhaseCost) -> tuple[np.ndarray, np.ndarray]:
