@@ -86,7 +86,9 @@ class _Silicon:
         self.models, self.chips, self.calibration = models, chips, calibration
         self.specs: dict[tuple[str, str], Any] = {}
 
-    def predict(self, *, profiles=None, only: set[str] | None = None) -> tuple[list[dict], list[dict]]:
+    def predict(self, *, profiles=None, only: set[str] | None = None, shares: bool = False) -> tuple[list[dict], list[dict]]:
+        """Every row (or those in `only`) predicted, under `profiles` where given; with shares, each
+        value's parts also carry its prediction at in-step shares 0 and 1 (for the fit)."""
         rows, unpredicted = [], []
         for row in self.measured:
             if only is not None and row.id not in only:
@@ -101,9 +103,12 @@ class _Silicon:
             if key not in self.specs:
                 self.specs[key] = (catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
             engine = ENGINE_NAMES.get(row.engine, row.engine)
-            efficiency = profile_for(profiles, engine).factors() if profiles else None
+            profile = profile_for(profiles, engine) if profiles else None
+            kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None}
             try:
-                estimates = silicon_estimates(row, *self.specs[key], calibration=self.calibration, efficiency=efficiency)
+                estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=profile.in_step_share if profile else None)
+                if shares:
+                    staggered, in_step = (silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=s)["ttft_s"] for s in (0.0, 1.0))
             except ValueError as exc:
                 for metric in SILICON_METRICS:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": str(exc)})
@@ -120,7 +125,9 @@ class _Silicon:
                     "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
                     "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
                     "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
-                    "_parts": _parts(est, predicted, self.specs[key][1], self.calibration),
+                    "_parts": _parts(est, predicted, self.specs[key][1], self.calibration)
+                    | ({"staggered": predict_metric(metric, staggered) if metric == "ttft_s" else predicted,
+                        "in_step": predict_metric(metric, in_step) if metric == "ttft_s" else predicted} if shares else {}),
                 })  # fmt: skip
         return rows, unpredicted
 
@@ -187,7 +194,7 @@ def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = F
     each engine, chip and model family is held out in turn, fitted on the rest and predicted."""
     silicon = _Silicon(csv_path, models, chips, calibration)
     total = 2 * len(silicon.measured)
-    rows, unpredicted = silicon.predict()
+    rows, unpredicted = silicon.predict(shares=fit or cv)
     report = _report(rows, unpredicted, total)
     if rows:
         report["intervals"] = _interval_check(report["rows"])
@@ -228,7 +235,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
         for p in report["fit"]["profiles"]:
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
-                         f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  ({p['values']} values)")  # fmt: skip
+                         f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
     intervals = report.get("intervals")
     if intervals:
         cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())

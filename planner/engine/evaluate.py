@@ -242,6 +242,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         prefill_tokens=prefill_tokens,
         attention_data_parallel=hw.attention_data_parallel,
         request_overhead_s=hw.request_overhead_s,
+        in_step_share=ctx.workload.in_step_share,
     )
 
 

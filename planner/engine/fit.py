@@ -1,12 +1,15 @@
 """Serving-engine profiles fitted to measured TTFT and TPOT, and cross-validated
 (docs/accuracy.md, "The fit"; docs/planner_math.md#efficiency-factors).
 
-Four physically meaningful parameters per serving engine, no more:
+Five physically meaningful parameters per serving engine, no more:
 - compute_fraction: the share of the dense peak its prefill GEMMs reach;
 - bandwidth_fraction: the share of peak memory bandwidth its decode steps reach;
 - step_overhead_s: the fixed cost of one forward (launches, scheduler, sampling);
 - request_overhead_s: what a request spends before its first token beyond the prefill
-  (tokenisation, scheduling, the HTTP path).
+  (tokenisation, scheduling, the HTTP path);
+- in_step_share: the share of a closed loop's requests that arrive in one wave with all the
+  others (a benchmark's first round; its scheduler can keep waves together) rather than
+  staggered (serving.py).
 They replace the spec defaults for every chip the engine runs on (one profile per engine,
 never per row). A pooled profile, fitted to every engine's rows at once, stands in for an
 engine with no rows of its own, as in leave-one-engine-out cross-validation.
@@ -26,10 +29,12 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy.optimize import least_squares
 
-PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s")
-LOWER = np.array([0.05, 0.05, 0.0, 0.0])
+PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "in_step_share")
+# The efficiency factors among them (efficiency.FACTORS); in_step_share belongs to the workload.
+EFFICIENCY_PARAMETERS = PARAMETERS[:4]
+LOWER = np.array([0.05, 0.05, 0.0, 0.0, 0.0])
 # Ceilings a serving stack can reach: no GEMM or stream runs at the full datasheet peak.
-UPPER = np.array([0.95, 0.95, 0.05, 2.0])
+UPPER = np.array([0.95, 0.95, 0.05, 2.0, 1.0])
 POOLED = "*"
 # At least this many measured values before an engine gets a profile of its own.
 MIN_VALUES = 20
@@ -41,11 +46,12 @@ class EngineProfile:
     bandwidth_fraction: float
     step_overhead_s: float
     request_overhead_s: float
+    in_step_share: float
     values: int  # measured values it was fitted to
 
     def factors(self) -> dict[str, float]:
         """The efficiency factors it overrides (efficiency.resolve_efficiency)."""
-        return {name: getattr(self, name) for name in PARAMETERS}
+        return {name: getattr(self, name) for name in EFFICIENCY_PARAMETERS}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +62,8 @@ class Parts:
     metric: np.ndarray  # "ttft_s" | "tpot_s"
     measured: np.ndarray
     predicted: np.ndarray
+    staggered: np.ndarray  # the prediction with no request in step (in_step_share 0; TPOT: as predicted)
+    in_step: np.ndarray  # ... with every request in step (in_step_share 1)
     compute_fraction0: np.ndarray
     bandwidth_fraction0: np.ndarray
     step_overhead0: np.ndarray
@@ -79,14 +87,15 @@ def surrogate(theta: np.ndarray, p: Parts) -> np.ndarray:
     """The values the engine would predict with parameters theta, from the parts it computed at the
     defaults: compute terms scale with compute_fraction0 / compute_fraction, memory terms with the
     bandwidth ratio, the step overhead is replaced; whatever rides on the prefill (interleaved
-    prefills in TPOT, waves and queues in TTFT) scales with the prefill."""
-    compute_fraction, bandwidth_fraction, step_overhead, request_overhead = theta
+    prefills in TPOT, waves and queues in TTFT) scales with the prefill; TTFT is linear in the
+    in-step share between its staggered and its in-step value."""
+    compute_fraction, bandwidth_fraction, step_overhead, request_overhead, in_step_share = theta
     c, m = p.compute_fraction0 / compute_fraction, p.bandwidth_fraction0 / bandwidth_fraction
     decode = np.maximum(p.decode_compute_s * c, p.decode_memory_s * m) + p.decode_fixed_s + step_overhead
     prefill = np.maximum(p.prefill_compute_s * c, p.prefill_memory_s * m) + p.prefill_fixed_s + step_overhead
     scale = prefill / np.maximum(p.prefill_s, 1e-12)
     tpot = decode + (p.predicted - p.decode_s) * scale
-    ttft = p.predicted * scale + request_overhead
+    ttft = (p.staggered + in_step_share * (p.in_step - p.staggered)) * scale + request_overhead
     return np.where(p.metric == "ttft_s", ttft, tpot)
 
 
@@ -96,7 +105,7 @@ def _residuals(theta: np.ndarray, p: Parts) -> np.ndarray:
 
 def fit_profile(p: Parts) -> EngineProfile:
     start = np.array([float(np.median(p.compute_fraction0)), float(np.median(p.bandwidth_fraction0)),
-                      float(np.median(p.step_overhead0)), 0.01])  # fmt: skip
+                      float(np.median(p.step_overhead0)), 0.01, 0.1])  # fmt: skip
     result = least_squares(_residuals, np.clip(start, LOWER, UPPER), args=(p,), bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.3)
     return EngineProfile(**dict(zip(PARAMETERS, (float(v) for v in result.x))), values=len(p))
 
@@ -122,4 +131,4 @@ def cv_folds(groups: Sequence[str]) -> list[tuple[str, np.ndarray]]:
 
 
 def profiles_table(profiles: dict[str, EngineProfile]) -> list[dict]:
-    return [{"engine": engine, **profile.factors(), "values": profile.values} for engine, profile in sorted(profiles.items())]
+    return [{"engine": engine, **{name: getattr(profile, name) for name in PARAMETERS}, "values": profile.values} for engine, profile in sorted(profiles.items())]

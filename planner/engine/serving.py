@@ -26,6 +26,14 @@ request rate is not given but follows from Little's law, X = C / (time in system
 time in system itself grows with X through the queue; `closed_loop_rate` solves for X by
 bisection, element-wise. Requests beyond the batch the engine admits wait for a slot: by
 Little's law that queue holds C - b requests, a wait of (C - b) / X.
+
+The clients of a benchmark start together, so its first round is one wave: every prompt queued
+at once (colocated, a replica prefills its b prompts in chunks of the engine's prefill token
+budget and a prompt waits on average for the chunks before its own; disaggregated, C prompts
+share the c prefill replicas). Each later round arrives staggered by the prefills before it and
+meets the steady queue above. The mean wait mixes the two by the workload's in-step share s
+(1 / requests per client): W = (1 - s) W_steady + s max(W_wave, W_steady)
+(docs/planner_math.md#serving).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import gammaln, pdtr
 
 from .units import PREFILL_CHUNK_TOKENS
 
@@ -56,22 +65,17 @@ def md1_wait_s(utilisation: np.ndarray, service_s: np.ndarray) -> np.ndarray:
     return np.where(utilisation < 1.0, wait, np.inf)
 
 
-# Past this many servers Erlang C is computed for this many at the same utilisation: the wait
-# only shrinks with more servers, so the figure errs long, and the loop stays bounded.
-MAX_EXACT_SERVERS = 1024
-
-
 def erlang_c(servers: np.ndarray, offered_load: np.ndarray) -> np.ndarray:
-    """Probability an arrival waits in M/M/c with c servers and offered load a = lambda*s (a < c),
-    from the stable Erlang B recurrence B_k = a B_{k-1} / (k + a B_{k-1}), C = c B / (c - a (1 - B))."""
+    """Probability an arrival waits in M/M/c with c servers and offered load a = lambda*s (a < c).
+    Erlang B is the Poisson(a) probability of c over its distribution up to c,
+    B = (a^c / c!) / sum_{k<=c} a^k / k!, computed in closed form (no loop over the servers);
+    then C = c B / (c - a (1 - B))."""
     c, a = np.broadcast_arrays(np.maximum(np.round(np.asarray(servers, dtype=float)), 1.0), np.asarray(offered_load, dtype=float))
-    exact = np.minimum(c, MAX_EXACT_SERVERS)
-    a = a * exact / c
-    b = np.ones_like(a)
-    for k in range(1, int(exact.max()) + 1 if exact.size else 1):
-        b = np.where(k <= exact, a * b / (k + a * b), b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(a < exact, exact * b / (exact - a * (1.0 - b)), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        safe = np.maximum(a, 1e-300)
+        b = np.exp(c * np.log(safe) - safe - gammaln(c + 1.0)) / np.maximum(pdtr(c, safe), 1e-300)
+        b = np.where(a > 0.0, np.clip(b, 0.0, 1.0), 0.0)
+        return np.where(a < c, c * b / (c - a * (1.0 - b)), 1.0)
 
 
 def mdc_wait_s(arrival_rate: np.ndarray, service_s: np.ndarray, servers: np.ndarray) -> np.ndarray:
@@ -80,6 +84,28 @@ def mdc_wait_s(arrival_rate: np.ndarray, service_s: np.ndarray, servers: np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         wait = 0.5 * erlang_c(servers, a) * service_s / (servers - a)
     return np.where(a < servers, wait, np.inf)
+
+
+def seen_share(clients) -> np.ndarray:
+    """The share of the load a closed loop's arrival finds ahead of it: (N - 1) / N, since it never
+    meets itself (the arrival theorem of closed networks; Schweitzer's approximation). A loop of one
+    client never waits."""
+    n = np.maximum(np.asarray(clients, dtype=float), 1.0)
+    return (n - 1.0) / n
+
+
+def md1_closed_loop_rate(clients, base_s, service_s, servers) -> np.ndarray:
+    """The rate X of a closed loop of N clients through M/D/1 queues (`servers` of them, each serving
+    in s), with T0 the rest of the time in system: X (T0 + W(X)) = N where an arrival sees the load
+    rho = X a, a = (N - 1) / N * s / servers, and waits W = rho s / (2 (1 - rho)). Multiplied out, a
+    quadratic A X^2 + B X - N = 0 with A = a (s / 2 - T0), B = T0 + N a, whose root below capacity
+    is X = 2 N / (B + sqrt(B^2 + 4 A N)) (no bisection)."""
+    a = seen_share(clients) * np.asarray(service_s, dtype=float) / np.asarray(servers, dtype=float)
+    n = np.asarray(clients, dtype=float)
+    quadratic = a * (np.asarray(service_s) / 2.0 - base_s)
+    linear = base_s + n * a
+    rate = 2.0 * n / np.maximum(linear + np.sqrt(np.maximum(linear * linear + 4.0 * quadratic * n, 0.0)), 1e-30)
+    return np.minimum(rate, np.asarray(servers, dtype=float) / np.maximum(service_s, 1e-30))
 
 
 def closed_loop_rate(clients: float, time_in_system, upper: np.ndarray, iterations: int = 60) -> np.ndarray:
@@ -95,6 +121,48 @@ def closed_loop_rate(clients: float, time_in_system, upper: np.ndarray, iteratio
         high = np.where(over, mid, high)
         low = np.where(over, low, mid)
     return (low + high) / 2.0
+
+
+def in_step_wait_s(steady_s: np.ndarray, wave_s: np.ndarray, in_step_share: float) -> np.ndarray:
+    """Mean wait of a closed loop whose share s of requests arrives in one wave, the rest staggered."""
+    return (1.0 - in_step_share) * steady_s + in_step_share * np.maximum(wave_s, steady_s)
+
+
+def pool_ceiling_rate(clients, service_s, streamed_s) -> np.ndarray:
+    """The highest rate a closed loop of `clients` can send: each request no shorter than its
+    own prefill and stream."""
+    return np.asarray(clients, dtype=float) / np.maximum(np.asarray(service_s) + streamed_s, 1e-30)
+
+
+def pool_replicas_for(rate, service_s) -> np.ndarray:
+    """Prefill replicas for a rate: rate * s replicas' worth of work, rounded up with room to spare
+    so that each stays below full utilisation (docs/planner_math.md#serving)."""
+    return np.floor(np.asarray(rate, dtype=float) * service_s) + 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolLoop:
+    rate_per_s: np.ndarray  # requests per second the closed loop sends
+    steady_wait_s: np.ndarray  # M/D/c wait of a staggered arrival
+    wave_wait_s: np.ndarray  # mean wait when every client's prompt arrives at once
+    utilisation: np.ndarray
+
+
+def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0) -> PoolLoop:
+    """A prefill pool of `servers` replicas, each prefilling `prompts_per_service` prompts in one
+    service of `service_s`, fed by a closed loop of `clients` (disaggregated serving)."""
+    k = np.maximum(np.asarray(prompts_per_service, dtype=float), 1.0)
+    seen = seen_share(clients)
+
+    def time_in_system(x):
+        return service_s + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
+
+    upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, service_s, streamed_s))
+    rate = closed_loop_rate(clients, time_in_system, upper=upper)
+    # The wave: ceil(C / k) batches over c replicas, a prompt waiting for the rounds before its own.
+    wave = np.maximum(np.ceil(np.asarray(clients, dtype=float) / k) / servers - 1.0, 0.0) * service_s / 2.0
+    return PoolLoop(rate_per_s=rate, steady_wait_s=mdc_wait_s(seen * rate / k, service_s, servers), wave_wait_s=wave,
+                    utilisation=rate * service_s / (k * servers))  # fmt: skip
 
 
 def serving_metrics(
@@ -116,6 +184,7 @@ def serving_metrics(
     prefill_tokens: np.ndarray | float = 0.0,
     attention_data_parallel: np.ndarray | float = 1.0,
     request_overhead_s: np.ndarray | float = 0.0,
+    in_step_share: float = 0.0,
 ) -> ServingArrays:
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
@@ -133,15 +202,15 @@ def serving_metrics(
     rate = request_rate_per_s
     streamed = (generated - 1.0) * tpot if needs_prefill else 0.0  # masked diffusion releases the answer at once
     throughput = concurrency / cycle_per_token
+    looped = bool(closed_loop and clients)
     if disaggregated:
-        # Prefill pool: rate * s replicas' worth of work (docs/planner_math.md#serving), rounded
-        # up with room to spare so that each stays below full utilisation.
-        pool_replicas = np.floor((rate or 0.0) * prefill_one) + 1.0
+        # Prefill pool sized for the rate; a closed loop sizes it for the highest rate it can send.
+        pool_rate = pool_ceiling_rate(np.minimum(concurrency, clients), prefill_one, streamed) if looped else (rate or 0.0)
+        pool_replicas = pool_replicas_for(pool_rate, prefill_one)
 
         def queue(x):
             return mdc_wait_s(x, prefill_one, pool_replicas), x * prefill_one / pool_replicas
 
-        capacity = pool_replicas / np.maximum(prefill_one, 1e-30)
         prefill_chips = pool_replicas * chips_per_replica if needs_prefill else np.zeros_like(tpot)  # one replica without a rate
     else:
 
@@ -149,30 +218,24 @@ def serving_metrics(
             rho = x / replicas * batched
             return md1_wait_s(rho, batched), rho
 
-        capacity = replicas / np.maximum(batched, 1e-30)
         prefill_chips = np.zeros_like(tpot)
-    if closed_loop and clients:
+    if looped:
         admitted = np.minimum(concurrency, clients)
-
-        def time_in_system(x):
-            wait, _ = queue(x)
-            return prefill_one + first_token_extra_s + wait + request_overhead_s + streamed
-
         if disaggregated:
-            # The admitted requests cycle through the slots; the rest wait for one.
-            upper = np.minimum(capacity, admitted / np.maximum(streamed + prefill_one, 1e-30))
-            served = closed_loop_rate(admitted, time_in_system, upper=upper)
-            wait, rho = queue(served)
+            loop = pool_closed_loop(clients=admitted, service_s=prefill_one, servers=pool_replicas, streamed_s=streamed,
+                                    overhead_s=first_token_extra_s + request_overhead_s)  # fmt: skip
+            served, steady, wave, rho = loop.rate_per_s, loop.steady_wait_s, loop.wave_wait_s, loop.utilisation
         else:
-            # Identical requests started together stay in step: each wave, a replica prefills its
-            # b prompts in chunks of the engine's prefill token budget, and a prompt's first token
-            # comes when its chunk is done, on average (n + 1) / 2n of the wave's prefill.
+            base = prefill_one + first_token_extra_s + request_overhead_s + streamed
+            served = md1_closed_loop_rate(admitted, base, batched, replicas)
+            steady, rho = md1_wait_s(seen_share(admitted) * served / replicas * batched, batched), served / replicas * batched
+            # The wave: a replica prefills its b prompts in chunks of the engine's prefill token budget,
+            # and a prompt's first token comes when its chunk is done, on average (n + 1) / 2n of the
+            # wave's prefill.
             chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / PREFILL_CHUNK_TOKENS), 1.0)
-            in_slot = batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks)
-            served = admitted / np.maximum(np.maximum(in_slot, prefill_one) + first_token_extra_s + request_overhead_s + streamed, 1e-30)
-            wait, rho = np.maximum(in_slot - prefill_one, 0.0), served / replicas * batched
+            wave = np.maximum(batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks) - prefill_one, 0.0)
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
-        wait = wait + admission
+        wait = in_step_wait_s(steady, wave, in_step_share) + admission
         throughput = served * generated
         rate = None
         needed = np.full(np.shape(tpot), np.nan)  # the clients are the concurrency: no slot count to check
@@ -183,7 +246,7 @@ def serving_metrics(
         wait = np.zeros_like(tpot)
     prefill_chips = np.broadcast_to(prefill_chips, np.shape(tpot)).astype(float)
     ttft = prefill_one + first_token_extra_s + wait + request_overhead_s
-    if not (closed_loop and clients):
+    if not looped:
         needed = rate * (ttft + streamed) if rate else np.full(np.shape(tpot), np.nan)
     return ServingArrays(
         ttft_s=ttft,

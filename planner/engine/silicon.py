@@ -9,9 +9,12 @@ into the planner's estimate of each of the two metrics:
   at the engine's max batch (the rest wait for a slot).
 - disagg: TPOT from one decode worker holding concurrency / decode workers sequences; TTFT
   from the prefill workers as an M/D/c queue (c workers, each serving its batch of prompts in
-  one prefill) at the rate the closed loop sets: X = concurrency / (TTFT + (G - 1) TPOT).
-A field published as 0 or empty counts as 1 (a degree that is not used); tp_size 0 leaves
-no layout to predict and is refused with that reason.
+  one prefill) at the rate the closed loop sets: X = concurrency / (TTFT + (G - 1) TPOT), the
+  benchmark's first round arriving at once (serving.py, the in-step share).
+A parallel degree published as 0 or empty counts as 1 (a degree that is not used); a prefill
+worker count published empty leaves the pool to be sized as the planner sizes one (enough
+replicas for the highest rate the closed loop can send); tp_size 0 leaves no layout to predict
+and is refused with that reason.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from .deployment import Deployment
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency, Override
 from .estimate import Estimate, estimate
-from .serving import closed_loop_rate, mdc_wait_s
+from .serving import in_step_wait_s, pool_ceiling_rate, pool_closed_loop, pool_replicas_for
 from .specs import ChipSpec, ModelSpec, Workload
 
 SILICON_COLUMNS = frozenset({"silicon_ttft_ms", "silicon_tpot_ms", "model_path", "system", "isl", "osl"})
@@ -45,7 +48,7 @@ def is_silicon_layout(fieldnames: Sequence[str] | None) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerLayout:
-    workers: int
+    workers: int | None  # None: not published
     batch: int | None
     tensor_parallel: int
     pipeline_parallel: int
@@ -97,7 +100,7 @@ def _degree(value: str) -> int:
 
 def _layout(r: dict[str, str], prefix: str) -> WorkerLayout:
     return WorkerLayout(
-        workers=_degree(r.get(f"{prefix}num_workers", "")), batch=_int(r.get(f"{prefix}batch_size", "")),
+        workers=_int(r.get(f"{prefix}num_workers", "")) or None, batch=_int(r.get(f"{prefix}batch_size", "")),
         tensor_parallel=_int(r.get(f"{prefix}tp_size", ""), 0) or 0, pipeline_parallel=_degree(r.get(f"{prefix}pp_size", "")),
         attention_data_parallel=_degree(r.get(f"{prefix}attention_dp_size", "")),
         moe_tensor_parallel=_degree(r.get(f"{prefix}moe_tp_size", "")), moe_expert_parallel=_degree(r.get(f"{prefix}moe_ep_size", "")),
@@ -147,15 +150,23 @@ def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtyp
 
 
 def silicon_estimates(
-    row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None, efficiency: Override | None = None
+    row: SiliconRow,
+    model: ModelSpec,
+    chip: ChipSpec,
+    *,
+    calibration: Calibration | None = None,
+    efficiency: Override | None = None,
+    in_step_share: float | None = None,
 ) -> dict[str, Estimate]:
     """The estimate behind each metric of the row: {"ttft_s": ..., "tpot_s": ...}; `efficiency`
-    overrides factors (a fitted serving-engine profile)."""
+    overrides factors and `in_step_share` the closed loop's (a fitted serving-engine profile)."""
     if row.precision not in WEIGHT_DTYPES:
         known = ", ".join(p or "(empty)" for p in WEIGHT_DTYPES)
         raise ValueError(f"precision {row.precision!r} is not one of {known}")
     dtype = WEIGHT_DTYPES[row.precision]
     workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, concurrency=row.concurrency, closed_loop=True)
+    if in_step_share is not None:
+        workload = dataclasses.replace(workload, in_step_share=in_step_share)
     if row.agg is not None:
         _check(row.agg, "")
         # batch_size is the engine's max batch per attention-DP rank (it times attention_dp_size equals
@@ -168,27 +179,26 @@ def silicon_estimates(
     _check(row.decode, "decode_")
     open_loop = dataclasses.replace(workload, closed_loop=False)
     prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration, efficiency)
-    per_decode_worker = -(-row.concurrency // row.decode.workers)
+    per_decode_worker = -(-row.concurrency // (row.decode.workers or 1))
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
     if isinstance(efficiency, Efficiency):
         overhead = efficiency.request_overhead_s
     else:
         overhead = float((efficiency or {}).get("request_overhead_s", 0.0))
-    return {"ttft_s": _queued_prefill(prefill, decode, row, overhead), "tpot_s": decode}
+    return {"ttft_s": _queued_prefill(prefill, decode, row, overhead, workload.in_step_share), "tpot_s": decode}
 
 
-def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, request_overhead_s: float) -> Estimate:
+def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, request_overhead_s: float, in_step_share: float) -> Estimate:
     """The prefill estimate with the closed loop's queue in its TTFT (the request overhead is
     spent before the queue, not in a prefill worker)."""
     batch = max(row.prefill.batch or 1, 1)
     service = np.array([prefill.ttft_s - request_overhead_s])  # one prefill of `batch` prompts on one worker
-    servers = np.array([float(row.prefill.workers)])
     streamed = (row.output_tokens - 1) * decode.tpot_s
-
-    def time_in_system(x):
-        return service + mdc_wait_s(x / batch, service, servers) + streamed
-
-    upper = np.minimum(servers * batch / service, row.concurrency / (service + streamed))
-    rate = closed_loop_rate(float(row.concurrency), time_in_system, upper=upper)
-    wait = float(mdc_wait_s(rate / batch, service, servers)[0])
+    if row.prefill.workers:
+        servers = np.array([float(row.prefill.workers)])
+    else:
+        servers = pool_replicas_for(pool_ceiling_rate(float(row.concurrency), service, streamed) / batch, service)
+    loop = pool_closed_loop(clients=float(row.concurrency), service_s=service, servers=servers, prompts_per_service=batch,
+                            streamed_s=streamed, overhead_s=request_overhead_s)  # fmt: skip
+    wait = float(in_step_wait_s(loop.steady_wait_s, loop.wave_wait_s, in_step_share)[0])
     return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait, queue_wait_s=wait)

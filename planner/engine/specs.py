@@ -182,6 +182,16 @@ class Workload:
     # True: `concurrency` clients each send their next request when the last one ends (a
     # closed-loop benchmark); the request rate then follows from Little's law (serving.py).
     closed_loop: bool = False
+    # Closed loop only: the share of requests that arrive in step with all the others. A benchmark's
+    # clients start together, so its first round is one wave (all prompts queued at once); later
+    # rounds come staggered by the prefills before them and see the steady queue (serving.py).
+    # 1 / (requests per client): 0.1 for a run of ten rounds, the default until a serving engine's
+    # fitted profile (planner/engine/fit.py) gives its own.
+    in_step_share: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.in_step_share <= 1.0:
+            raise ValueError(f"in_step_share must lie in [0, 1], got {self.in_step_share}")
 
     @property
     def context_tokens(self) -> int:

@@ -1,4 +1,4 @@
-"""Serving-engine profiles: four physically meaningful parameters per engine, fitted by least squares on a
+"""Serving-engine profiles: five physically meaningful parameters per engine, fitted by least squares on a
 surrogate that reproduces the engine's own predictions at the defaults."""
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ def _parts(n: int = 60, seed: int = 0) -> Parts:
     metric = np.where(np.arange(n) % 2 == 0, "ttft_s", "tpot_s")
     decode = decode_memory + 0.3e-3 + 1e-4
     prefill = prefill_compute + 5e-3 + 0.3e-3
-    predicted = np.where(metric == "ttft_s", prefill * 2.0, decode + 1e-3)  # waves; interleaved prefill
+    # TTFT: a staggered queue, or a wave when every request is in step; TPOT: interleaved prefill.
+    staggered = np.where(metric == "ttft_s", prefill * 1.2, decode + 1e-3)
+    in_step = np.where(metric == "ttft_s", prefill * 6.0, staggered)
+    predicted = staggered + 0.1 * (in_step - staggered)
     return Parts(
-        metric=metric, measured=predicted.copy(), predicted=predicted, compute_fraction0=np.full(n, 0.7),
+        metric=metric, measured=predicted.copy(), predicted=predicted, staggered=staggered, in_step=in_step, compute_fraction0=np.full(n, 0.7),
         bandwidth_fraction0=np.full(n, 0.75), step_overhead0=np.full(n, 0.3e-3), decode_compute_s=decode_memory / 10,
         decode_memory_s=decode_memory, decode_fixed_s=np.full(n, 1e-4), prefill_compute_s=prefill_compute,
         prefill_memory_s=prefill_compute / 20, prefill_fixed_s=np.full(n, 5e-3), decode_s=decode, prefill_s=prefill,
@@ -27,17 +30,18 @@ def _parts(n: int = 60, seed: int = 0) -> Parts:
 
 def test_the_surrogate_reproduces_the_engines_predictions_at_the_defaults():
     p = _parts()
-    assert surrogate(np.array([0.7, 0.75, 0.3e-3, 0.0]), p) == pytest.approx(p.predicted, rel=1e-12)
+    assert surrogate(np.array([0.7, 0.75, 0.3e-3, 0.0, 0.1]), p) == pytest.approx(p.predicted, rel=1e-12)
 
 
-def test_the_fit_recovers_known_factors_and_a_request_overhead():
+def test_the_fit_recovers_known_factors_a_request_overhead_and_the_in_step_share():
     p = _parts()
-    truth = np.array([0.5, 0.6, 0.5e-3, 0.04])
+    truth = np.array([0.5, 0.6, 0.5e-3, 0.04, 0.3])
     measured = surrogate(truth, p)
     fitted = fit_profile(Parts(**{**p.__dict__, "measured": measured}))
     assert fitted.compute_fraction == pytest.approx(0.5, rel=0.02)
     assert fitted.bandwidth_fraction == pytest.approx(0.6, rel=0.02)
     assert fitted.request_overhead_s == pytest.approx(0.04, rel=0.05)
+    assert fitted.in_step_share == pytest.approx(0.3, rel=0.05)
     assert fitted.values == len(p)
 
 

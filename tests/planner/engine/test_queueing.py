@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.serving import closed_loop_rate, erlang_c, md1_wait_s, mdc_wait_s
+from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, seen_share
 
 from .factories import h100_sxm, llama_3_1_8b
 
@@ -34,8 +34,25 @@ def test_the_closed_loop_rate_satisfies_littles_law():
     assert rate[0] * time_in_system(rate)[0] == pytest.approx(clients, rel=1e-6)
 
 
-def _closed(concurrency: int, **kwargs):
-    work = Workload(prompt_tokens=2048, output_tokens=256, concurrency=concurrency, closed_loop=True)
+def test_the_closed_form_m_d_1_loop_rate_matches_bisection_and_a_loop_of_one_never_waits():
+    clients, service, rest = 64.0, 0.05, 2.0
+    seen = seen_share(clients)
+
+    def time_in_system(x):
+        return rest + md1_wait_s(seen * x * service, np.full_like(x, service))
+
+    bisected = closed_loop_rate(clients, time_in_system, upper=np.array([1 / service]))
+    assert md1_closed_loop_rate(clients, rest, np.array([service]), np.array([1.0]))[0] == pytest.approx(bisected[0], rel=1e-9)
+    assert md1_closed_loop_rate(1.0, rest, np.array([service]), np.array([1.0]))[0] == pytest.approx(1 / rest)
+    # Erlang C in closed form agrees with the textbook recurrence at a thousand servers.
+    b = 1.0
+    for k in range(1, 1001):
+        b = 990.0 * b / (k + 990.0 * b)
+    assert erlang_c(np.array([1000.0]), np.array([990.0]))[0] == pytest.approx(1000 * b / (1000 - 990 * (1 - b)), rel=1e-9)
+
+
+def _closed(concurrency: int, in_step_share: float = 0.1, **kwargs):
+    work = Workload(prompt_tokens=2048, output_tokens=256, concurrency=concurrency, closed_loop=True, in_step_share=in_step_share)
     return estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), work, **kwargs)
 
 
@@ -44,16 +61,27 @@ def test_a_closed_loop_of_one_waits_for_nothing_and_more_clients_wait_longer():
     open_loop = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=2048, output_tokens=256), batch=1)
     assert alone.ttft_s == pytest.approx(open_loop.ttft_s, rel=1e-9) and alone.queue_wait_s == 0
     ttfts = [_closed(c).ttft_s for c in (1, 4, 16, 64)]
-    assert ttfts == sorted(ttfts) and ttfts[-1] > 10 * ttfts[0]
+    assert ttfts == sorted(ttfts) and ttfts[-1] > 3 * ttfts[0]
 
 
 def test_a_wave_of_prompts_prefills_in_chunks_of_the_token_budget():
-    # 16 prompts x 2048 tokens = 4 chunks of 8,192: a prompt's first token comes, on average,
-    # after (4 + 1) / 8 of the wave's prefill.
-    e, single = _closed(16), _closed(1)
+    # Every request in step: 16 prompts x 2048 tokens = 4 chunks of 8,192, and a prompt's first
+    # token comes, on average, after (4 + 1) / 8 of the wave's prefill.
+    e, single = _closed(16, in_step_share=1.0), _closed(1)
     # Batched prefill per prompt is a little cheaper than one prompt alone (weights read once).
     assert e.ttft_s == pytest.approx(16 * single.ttft_s * 5 / 8, rel=0.25)
     assert e.queue_wait_s == pytest.approx(e.ttft_s - single.ttft_s, rel=0.05)
+
+
+def test_staggered_requests_see_the_steady_queue_and_the_in_step_share_mixes_the_two():
+    staggered, wave, single = _closed(16, in_step_share=0.0), _closed(16, in_step_share=1.0), _closed(1)
+    # Staggered, a prompt mostly finds the prefill idle: far less than the wave's wait.
+    assert single.ttft_s < staggered.ttft_s < single.ttft_s + 0.2 * (wave.ttft_s - single.ttft_s)
+    mixed = _closed(16, in_step_share=0.25)
+    assert mixed.queue_wait_s == pytest.approx(0.75 * staggered.queue_wait_s + 0.25 * wave.queue_wait_s, rel=1e-9)
+    # The in-step share is a share.
+    with pytest.raises(ValueError, match="in_step_share"):
+        Workload(prompt_tokens=1, output_tokens=1, in_step_share=1.5)
 
 
 def test_clients_beyond_the_batch_wait_for_a_slot_by_littles_law():
