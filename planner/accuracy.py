@@ -14,7 +14,7 @@ from planner.engine import absolute_percentage_error, predict_metric, predict_ro
 import numpy as np
 
 from planner.engine.efficiency import resolve_efficiency
-from planner.engine.fit import Parts, cv_folds, fit_profiles, profile_for, profiles_table
+from planner.engine.fit import POOLED, Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -34,17 +34,23 @@ def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
     return found
 
 
-def accuracy_report(*, csv_path: Path, use_calibration: bool = True, fit: bool = False, cv: bool = False) -> dict[str, Any]:
+def accuracy_report(
+    *, csv_path: Path, use_calibration: bool = True, fit: bool = False, cv: bool = False, profiles_out: Path | None = None
+) -> dict[str, Any]:
     """Predict every row of a measurements CSV: this project's format, or the silicon layout as
-    published (detected by its header)."""
+    published (detected by its header). A silicon file is predicted with the stored serving-engine
+    profiles (planner/data/engine_profiles.json) unless use_calibration is False (spec defaults) or
+    fit/cv fit new ones; profiles_out writes the profiles fitted to the whole file."""
     with csv_path.open(newline="") as handle:
         header = next(csv.reader(handle), [])
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
     chips = _by_name(Chip.objects.all(), "aliases")
     calibration = catalog_specs.calibrations_for({c.slug for c in chips.values()}) if use_calibration else {}
     if is_silicon_layout(header):
-        return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv)
-    if fit or cv:
+        fit = fit or bool(profiles_out)
+        stored = load_profiles(ENGINE_PROFILES)[0] if use_calibration and not (fit or cv) else None
+        return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv, stored=stored, profiles_out=profiles_out)
+    if fit or cv or profiles_out:
         raise ValueError("--fit and --cv work on the silicon layout (TTFT and TPOT at a closed-loop concurrency) for now")
     with csv_path.open(newline="") as handle:
         measured = read_measurements(handle)
@@ -104,6 +110,7 @@ class _Silicon:
                 self.specs[key] = (catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
             engine = ENGINE_NAMES.get(row.engine, row.engine)
             profile = profile_for(profiles, engine) if profiles else None
+            source = f"fitted serving-engine profile ({engine if engine in (profiles or {}) else 'pooled'})" if profile else None
             kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None}
             try:
                 estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=profile.in_step_share if profile else None)
@@ -124,7 +131,7 @@ class _Silicon:
                     "engine": engine, "engine_version": row.engine_version, "mode": row.mode, "weight_dtype": est.weight_dtype,
                     "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
                     "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
-                    "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
+                    "decode_bound": est.decode.bound, "efficiency_source": source or est.efficiency_source,
                     "_parts": _parts(est, predicted, self.specs[key][1], self.calibration)
                     | ({"staggered": predict_metric(metric, staggered) if metric == "ttft_s" else predicted,
                         "in_step": predict_metric(metric, in_step) if metric == "ttft_s" else predicted} if shares else {}),
@@ -157,6 +164,7 @@ def _report(rows: list[dict], unpredicted: list[dict], total: int) -> dict[str, 
 
 CV_GROUPS = (("engine", "engine"), ("chip", "chip"), ("model family", "family"))
 ERROR_BANDS = Path(__file__).resolve().parent / "data" / "error_bands.json"
+ENGINE_PROFILES = Path(__file__).resolve().parent / "data" / "engine_profiles.json"
 
 
 def _interval_check(rows: list[dict]) -> dict[str, Any]:
@@ -165,7 +173,9 @@ def _interval_check(rows: list[dict]) -> dict[str, Any]:
     without the held-out group to measure how often they cover its values."""
     stored = load_bands(ERROR_BANDS)
     for r in rows:
-        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=r["engine"], bands=stored) if stored else None
+        # A band per serving engine describes predictions made with that engine's fitted profile.
+        engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
+        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=stored) if stored else None
         r["interval"] = [band.low, band.high] if band else None
     out: dict[str, Any] = {"coverage_in_sample": coverage(rows) if stored else None, "coverage_cv": {}}
     for label, key in CV_GROUPS:
@@ -174,39 +184,56 @@ def _interval_check(rows: list[dict]) -> dict[str, Any]:
             bands = bands_from(r for r, m in zip(rows, mask) if not m)
             for r, m in zip(rows, mask):
                 if m:
-                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=r["engine"], bands=bands)
+                    engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
+                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=bands)
                     held.append({**r, "interval": [band.low, band.high] if band else None})
         out["coverage_cv"][label] = coverage(held)
     return out
 
 
 def write_error_bands(*, csv_path: Path, out: Path) -> int:
-    """Bands from every spec-default prediction of a silicon file (none of it tuned the defaults)."""
-    report = accuracy_report(csv_path=csv_path, use_calibration=False)
-    bands = bands_from(report["rows"])
-    save_bands(bands, out, source=f"manage.py accuracy {csv_path.name} --bands-out (spec defaults, {len(report['rows'])} values)")
+    """Bands of two kinds from one silicon file: for a prediction that names no serving engine (the API's
+    estimates and plans), from every spec-default prediction (none of it tuned the defaults); for one made
+    with an engine's fitted profile, from the held-out predictions of cross-validation (each value held
+    out with its engine, its chip and its model family in turn)."""
+    models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
+    chips = _by_name(Chip.objects.all(), "aliases")
+    report = _silicon_report(csv_path, models, chips, {}, cv=True, keep_held_out=True)
+    spec = _silicon_report(csv_path, models, chips, {})
+    bands = bands_from(spec["rows"], engines=False) + bands_from(report["_held_out"], pooled=False)
+    save_bands(bands, out, source=f"manage.py accuracy {csv_path.name} --bands-out (spec defaults, {len(spec['rows'])} values; "
+               f"fitted profiles, {len(report['_held_out'])} held-out predictions)")  # fmt: skip
     return len(bands)
 
 
-def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = False, cv: bool = False) -> dict[str, Any]:
+def _silicon_report(
+    csv_path: Path, models, chips, calibration, *, fit: bool = False, cv: bool = False, stored=None, profiles_out: Path | None = None,
+    keep_held_out: bool = False,
+) -> dict[str, Any]:
     """Each silicon row gives two measured values (TTFT, TPOT), each predicted and reported under the row's
-    id. With fit, serving-engine profiles are fitted to the file and every row predicted with them; with cv,
-    each engine, chip and model family is held out in turn, fitted on the rest and predicted."""
+    id: with the `stored` serving-engine profiles where given, else at the spec defaults. With fit, profiles
+    are fitted to the file and every row predicted with them; with cv, each engine, chip and model family is
+    held out in turn, fitted on the rest and predicted."""
     silicon = _Silicon(csv_path, models, chips, calibration)
     total = 2 * len(silicon.measured)
-    rows, unpredicted = silicon.predict(shares=fit or cv)
+    rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
+    if stored:
+        report["profiles_used"] = load_profiles(ENGINE_PROFILES)[1]
     if rows:
         report["intervals"] = _interval_check(report["rows"])
     if not (fit or cv) or not rows:
         return report
     parts, engines = _parts_of(rows), np.array([r["engine"] for r in rows])
     profiles = fit_profiles(parts, engines)
+    if profiles_out:
+        save_profiles(profiles, profiles_out, source=f"manage.py accuracy {csv_path.name} --fit --profiles-out ({len(rows)} values; "
+                      "planner/engine/fit.py, docs/accuracy.md#the-fit)")  # fmt: skip
     fitted_rows, fitted_unpredicted = silicon.predict(profiles=profiles)
     fitted = _report(fitted_rows, fitted_unpredicted, total)
     report = {**fitted, "spec_defaults": report["summary"], "intervals": report["intervals"], "fit": {"profiles": profiles_table(profiles)}}
     if cv:
-        report["cv"] = {}
+        report["cv"], held_out_all = {}, []
         for label, key in CV_GROUPS:
             held_out_rows = []
             for group, mask in cv_folds([r[key] for r in rows]):
@@ -218,6 +245,9 @@ def _silicon_report(csv_path: Path, models, chips, calibration, *, fit: bool = F
                 predicted, _ = silicon.predict(profiles=fold_profiles, only=held)
                 held_out_rows += [{k: v for k, v in r.items() if k != "_parts"} for r in predicted]
             report["cv"][label] = summarize(held_out_rows)
+            held_out_all += held_out_rows
+        if keep_held_out:
+            report["_held_out"] = held_out_all
     return report
 
 
@@ -236,6 +266,8 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"]["profiles"]:
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
+    if report.get("profiles_used"):
+        lines.append(f"predicted with the stored serving-engine profiles (planner/data/engine_profiles.json: {report['profiles_used']})")
     intervals = report.get("intervals")
     if intervals:
         cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())

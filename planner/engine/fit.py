@@ -23,8 +23,10 @@ comes from the real engine run with the fitted profile, never from the surrogate
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -132,3 +134,17 @@ def cv_folds(groups: Sequence[str]) -> list[tuple[str, np.ndarray]]:
 
 def profiles_table(profiles: dict[str, EngineProfile]) -> list[dict]:
     return [{"engine": engine, **{name: getattr(profile, name) for name in PARAMETERS}, "values": profile.values} for engine, profile in sorted(profiles.items())]
+
+
+def save_profiles(profiles: dict[str, EngineProfile], path: Path, *, source: str) -> None:
+    """Write fitted profiles with the command and data that produced them (planner/data/engine_profiles.json)."""
+    body = {"source": source, "profiles": {engine: asdict(profile) for engine, profile in sorted(profiles.items())}}
+    path.write_text(json.dumps(body, indent=1) + "\n")
+
+
+def load_profiles(path: Path) -> tuple[dict[str, EngineProfile], str]:
+    """The stored profiles and their source line; ({}, "") when there is no file."""
+    if not path.is_file():
+        return {}, ""
+    body = json.loads(path.read_text())
+    return {engine: EngineProfile(**values) for engine, values in body["profiles"].items()}, body["source"]

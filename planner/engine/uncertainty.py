@@ -51,12 +51,15 @@ class Interval:
     basis: str  # which errors it rests on, in words
 
 
-def bands_from(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
-    """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted."""
+def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = True) -> tuple[ErrorBand, ...]:
+    """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted; per
+    serving engine (engines) and over every engine ("*", pooled)."""
     groups: dict[tuple[str, str, str], list[float]] = {}
     for r in rows:
         ratio = math.log(float(r["measured"]) / float(r["predicted"]))
-        for key in ((r["metric"], r["chip_kind"], r["engine"]), (r["metric"], r["chip_kind"], "*"), (r["metric"], "*", "*")):
+        keys = [(r["metric"], r["chip_kind"], r["engine"])] if engines else []
+        keys += [(r["metric"], r["chip_kind"], "*"), (r["metric"], "*", "*")] if pooled else []
+        for key in keys:
             groups.setdefault(key, []).append(ratio)
     bands = []
     for (metric, kind, engine), ratios in sorted(groups.items()):

@@ -15,12 +15,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("csv", type=Path)
         parser.add_argument("--json", action="store_true", dest="as_json")
-        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations.")
+        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations and serving-engine profiles.")
         parser.add_argument("--fit", action="store_true", help="Fit serving-engine profiles to this file and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each engine, chip and model family in turn (cross-validated).")
-        parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands of the spec-default predictions to this JSON file.")
+        parser.add_argument("--profiles-out", type=Path, help="Fit serving-engine profiles to this silicon file and write them to this JSON file.")
+        parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
 
-    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, bands_out, **options):
+    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
         if bands_out:
@@ -28,7 +29,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{count} error bands written to {bands_out}")
             return
         try:
-            report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv)
+            report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv, profiles_out=profiles_out)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if as_json:
