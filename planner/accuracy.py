@@ -16,6 +16,7 @@ import numpy as np
 from planner.engine.efficiency import resolve_efficiency
 from planner.engine.fit import POOLED, Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
+from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, read_silicon, silicon_estimates
@@ -164,7 +165,6 @@ def _report(rows: list[dict], unpredicted: list[dict], total: int) -> dict[str, 
 
 CV_GROUPS = (("engine", "engine"), ("chip", "chip"), ("model family", "family"))
 ERROR_BANDS = Path(__file__).resolve().parent / "data" / "error_bands.json"
-ENGINE_PROFILES = Path(__file__).resolve().parent / "data" / "engine_profiles.json"
 
 
 def _interval_check(rows: list[dict]) -> dict[str, Any]:

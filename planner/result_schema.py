@@ -81,6 +81,7 @@ def estimate_response_schema() -> dict[str, Any]:
     schema["properties"].update(
         tensor_parallel_chosen={"type": "string", "enum": ["auto", "given"], "description": "whether TP was searched or given"},
         chip_kind={"type": "string", "description": "cpu, gpu, tpu, lpu or other"},
+        serving_engine={"type": "string", "nullable": True, "description": "the serving engine whose fitted profile it used (null: spec defaults)"},
         costs={"type": "array", "items": _cost_object("one offering's price", **priced), "description": "every offering, cheapest first"},
         cost=_cost_object("the cheapest of costs (null: the chip has no offering)", **priced),
         intervals={"type": "object", "additionalProperties": True,

@@ -8,6 +8,7 @@ from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
 from planner.engine import method_names
+from planner.engine_profiles import profile_covers, serving_engines
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
 
@@ -156,6 +157,12 @@ def _check_decoding(model: ModelArch, decoding: dict, field: str = "decoding") -
         raise serializers.ValidationError({field: {"draft_model": f"{draft.slug} is not an autoregressive model."}})
 
 
+SERVING_ENGINE_HELP = (
+    "The serving engine: its fitted efficiency profile (planner/data/engine_profiles.json, fitted on NVIDIA GPUs) "
+    "replaces the chip's defaults, and the intervals are its cross-validated ones. Without it, spec defaults."
+)
+
+
 class EstimateInputSerializer(WorkloadSerializer):
     model = SlugOf(ModelArch)
     chip = SlugOf(Chip)
@@ -173,8 +180,12 @@ class EstimateInputSerializer(WorkloadSerializer):
     efficiency = EfficiencySerializer(required=False)
     offering = SlugOf(Offering, required=False)
     disaggregated = serializers.BooleanField(default=False)
+    serving_engine = serializers.ChoiceField(choices=serving_engines(), required=False, help_text=SERVING_ENGINE_HELP)
 
     def validate(self, attrs):
+        engine = attrs.get("serving_engine")
+        if engine and not profile_covers(attrs["chip"]):
+            raise serializers.ValidationError({"serving_engine": f"{engine}'s profile was fitted on NVIDIA GPUs; {attrs['chip'].slug} is not one."})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         _check_context(attrs["model"], attrs)
         _check_decoding(attrs["model"], attrs["decoding"])
@@ -214,6 +225,9 @@ class PlanInputSerializer(serializers.Serializer):
     budget_usd_per_million_output_tokens = serializers.FloatField(min_value=0.0, max_value=1e9, required=False)
     efficiency = EfficiencySerializer(required=False)
     disaggregated = serializers.BooleanField(default=False)
+    serving_engine = serializers.ChoiceField(
+        choices=serving_engines(), required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches NVIDIA GPUs only."
+    )
     pinned = serializers.BooleanField(default=False)
     rank_by = serializers.ChoiceField(
         choices=["expected", "pessimistic"], default="expected",

@@ -28,6 +28,7 @@ from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
+from planner.engine_profiles import profile_covers
 from planner.models import Plan
 
 # A plan evaluates at most this many candidate configurations; more is refused up front
@@ -83,9 +84,25 @@ def _workload(data: dict[str, Any]) -> Workload:
     )
 
 
-def _efficiency(data: dict[str, Any] | None) -> dict[str, float] | None:
-    """The factors an request overrides; the engine keeps the chip's own for the rest."""
-    return dict(data) if data else None
+def _efficiency(data: dict[str, Any] | None, serving_engine: str | None = None) -> dict[str, float] | None:
+    """The factors a request overrides, on top of its serving engine's fitted profile where it names one;
+    the engine keeps the chip's own for the rest."""
+    profile = {} if not serving_engine else serving_engine_profiles()[serving_engine].factors()
+    merged = {**profile, **(data or {})}
+    return merged or None
+
+
+def serving_engine_profiles() -> dict[str, Any]:
+    """The fitted serving-engine profiles the planner ships (planner/data/engine_profiles.json), by engine."""
+    from planner.engine_profiles import stored_profiles
+
+    return stored_profiles()
+
+
+def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | None:
+    if not serving_engine:
+        return None
+    return f"fitted serving-engine profile ({serving_engine})" + (" with overrides" if overridden else "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,22 +112,23 @@ def _error_bands():
     return load_bands(ERROR_BANDS)
 
 
-def prediction_intervals(values: dict[str, Any], *, chip_kind: str) -> dict[str, Any]:
+def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engine: str | None = None) -> dict[str, Any]:
     """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
-    (planner/engine/uncertainty.py; planner/data/error_bands.json). No serving engine is named yet, so
-    the bands are those of the chip kind over every engine measured."""
+    (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the serving engine's fitted
+    profile where the answer names one, else the spec defaults' for the chip kind over every engine."""
     out = {}
     for figure in BAND_OF:
-        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine="*", bands=_error_bands())
+        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=_error_bands())
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
 
 
-def _pessimistic_cost(result, chips: list[Chip]) -> np.ndarray:
-    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind)."""
+def _pessimistic_cost(result, chips: list[Chip], serving_engine: str | None = None) -> np.ndarray:
+    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind and engine)."""
+    engine = serving_engine or "*"
     factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine="*", bands=_error_bands())) else 1.0)
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=engine, bands=_error_bands())) else 1.0)
         for c in chips
     ])  # fmt: skip
     return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
@@ -138,7 +156,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
             attention_data_parallel=data["attention_data_parallel"], weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
         return evaluate_deployment(
-            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency")),
+            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency"), data.get("serving_engine")),
             calibration=calibration, disaggregated=data["disaggregated"],
         )  # fmt: skip
 
@@ -164,8 +182,11 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["costs"] = costs
     out["cost"] = costs[0] if costs else None
     out["chip_kind"] = chip.kind
+    engine = data.get("serving_engine")
+    out["serving_engine"] = engine
+    out["efficiency_source"] = _efficiency_label(engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
-    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind))
+    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine))
     return out
 
 
@@ -197,7 +218,7 @@ def plan_search_options(data: dict[str, Any], *, decodings: tuple[Decoding, ...]
         decodings=decodings,
         max_chip_count=hardware["max_chips"],
         pricing_models=_pricing_models(hardware),
-        efficiency=_efficiency(data.get("efficiency")),
+        efficiency=_efficiency(data.get("efficiency"), data.get("serving_engine")),
         disaggregated=data["disaggregated"],
     )
 
@@ -209,7 +230,7 @@ def plan_candidate_bound(*, chip_count: int, options: SearchOptions, workload: W
     return chip_count * counts * len(DEFAULT_TENSOR_PARALLEL) * len(options.weight_dtypes) * batches * len(options.decodings)
 
 
-def _row(result, i: int, chips_by_slug: dict[str, Chip]) -> dict[str, Any]:
+def _row(result, i: int, chips_by_slug: dict[str, Chip], *, serving_engine: str | None = None, efficiency_label: str | None = None) -> dict[str, Any]:
     est = result.estimate(int(i))
     row = json_safe(est)
     offering = result.offering_of(int(i))
@@ -219,7 +240,8 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip]) -> dict[str, Any]:
     row["offering"] = offering.slug if offering else None
     row["pricing_model"] = offering.pricing_model if offering else None
     row["chip_kind"] = chips_by_slug[est.chip_slug].kind
-    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"]))
+    row["efficiency_source"] = efficiency_label or row["efficiency_source"]
+    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
     row["chip_name"] = chips_by_slug[est.chip_slug].name
     row["candidate_index"] = int(i)
     return row
@@ -231,8 +253,12 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     model: ModelArch = data["model"]
     workload = _workload(data["workload"])
     chips = _chips_for(data["hardware"])
+    engine = data.get("serving_engine")
+    if engine:  # a serving engine's profile was fitted on NVIDIA GPUs: the plan searches the chips it covers
+        chips = [c for c in chips if profile_covers(c)]
     if not chips:
-        raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors); widen them.")
+        raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors"
+                           + (f"; {engine}'s profile covers NVIDIA GPUs only" if engine else "") + "); widen them.")
     decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
     options = plan_search_options(data, decodings=decodings)
     bound = plan_candidate_bound(chip_count=len(chips), options=options, workload=workload)
@@ -251,17 +277,18 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     result = search(catalog_specs.model_spec(model), [catalog_specs.chip_spec(c) for c in chips], offering_specs, workload, options)
 
     chips_by_slug = {c.slug: c for c in chips}
+    label = _efficiency_label(engine, bool(data.get("efficiency")))
     rows: dict[int, dict[str, Any]] = {}
 
     def row(i) -> dict[str, Any]:
         if int(i) not in rows:
-            rows[int(i)] = _row(result, int(i), chips_by_slug)
+            rows[int(i)] = _row(result, int(i), chips_by_slug, serving_engine=engine, efficiency_label=label)
         return rows[int(i)]
 
     budget = data.get("budget_usd_per_million_output_tokens")
     ranked = result.ranked
     if data.get("rank_by") == "pessimistic":
-        ranked = ranked[np.argsort(_pessimistic_cost(result, chips)[ranked], kind="stable")]
+        ranked = ranked[np.argsort(_pessimistic_cost(result, chips, engine)[ranked], kind="stable")]
     over_budget_count = 0
     if budget is not None:
         within = result.usd_per_million_output_tokens[ranked] <= budget

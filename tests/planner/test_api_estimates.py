@@ -101,6 +101,8 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"decoding": {"method": "speculative", "draft_model": "llama-3.2-1b", "acceptance_rate": 1.5}}, "decoding"),
         ({"efficiency": {"compute_fraction": 2, "bandwidth_fraction": 0.8, "step_overhead_s": 0}}, "efficiency"),
         ({"offering": "aws-p5e-48xlarge-capacity-block-us-east-2"}, "offering"),
+        ({"serving_engine": "gpt-fast"}, "serving_engine"),
+        ({"serving_engine": "vLLM", "chip": "amd-mi300x"}, "serving_engine"),
     ],
 )
 def test_bad_estimate_input_gets_400_naming_the_field(catalog, anonymous_client, change, field):
@@ -136,3 +138,21 @@ def test_an_estimate_carries_80_percent_intervals_that_say_what_they_rest_on(cat
     assert "no measurement of a cpu chip" in cpu["intervals"]["tpot_s"]["basis"]
     cpu_width = cpu["intervals"]["tpot_s"]["high"] / cpu["intervals"]["tpot_s"]["low"]
     assert cpu_width > tpot["high"] / tpot["low"]  # the widest band, widened
+
+
+def test_a_named_serving_engine_brings_its_fitted_profile_and_its_own_intervals(catalog, anonymous_client):
+    from planner.engine_profiles import stored_profiles
+
+    bare = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8}, format="json").json()
+    trt = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8, "serving_engine": "TensorRT-LLM"}, format="json").json()
+    profile = stored_profiles()["TensorRT-LLM"]
+    assert bare["serving_engine"] is None and trt["serving_engine"] == "TensorRT-LLM"
+    assert trt["efficiency_source"] == "fitted serving-engine profile (TensorRT-LLM)"
+    # The engine's time before the first token is in TTFT; its decode runs at its fitted bandwidth share.
+    assert trt["ttft_s"] - bare["ttft_s"] == pytest.approx(profile.request_overhead_s, rel=0.25)
+    assert trt["decode"]["time_s"] != pytest.approx(bare["decode"]["time_s"], rel=1e-3)
+    assert "with TensorRT-LLM" in trt["intervals"]["ttft_s"]["basis"]
+    # An override still wins over the profile, and says so.
+    mixed = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8, "serving_engine": "TensorRT-LLM",
+                                                         "efficiency": {"request_overhead_s": 0.0}}, format="json").json()  # fmt: skip
+    assert mixed["efficiency_source"].endswith("with overrides") and mixed["ttft_s"] < trt["ttft_s"]

@@ -115,3 +115,15 @@ def test_a_plan_ranks_by_the_pessimistic_end_of_its_cost_interval_when_asked(cat
     costs = [r["usd_per_million_output_tokens"] for r in expected]
     assert costs == sorted(costs)
     assert token_client.post("/api/v1/plans/", {**body, "rank_by": "worst"}, format="json").status_code == 400
+
+
+def test_a_plan_naming_a_serving_engine_searches_the_gpus_its_profile_covers(catalog, token_client):
+    body = {**CHAT_70B, "serving_engine": "vLLM"}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    plan = response.json()
+    assert {c["vendor"] for c in plan["catalog_snapshot"]["chips"]} == {"NVIDIA"}
+    assert plan["results"]["efficiency_sources"] == ["fitted serving-engine profile (vLLM)"]
+    assert all("with vLLM" in row["intervals"]["tpot_s"]["basis"] for row in plan["results"]["ranked"])
+    refused = token_client.post("/api/v1/plans/", {**body, "hardware": {"kinds": ["tpu"]}}, format="json")
+    assert refused.status_code == 400 and "NVIDIA GPUs only" in str(refused.json())
