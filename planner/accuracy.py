@@ -146,7 +146,9 @@ def _parts(est, predicted: float, chip_spec, calibration) -> dict[str, float]:
     d, p = est.decode, est.prefill
     return {
         "predicted": predicted, "compute_fraction0": used.compute_fraction, "bandwidth_fraction0": used.bandwidth_fraction,
-        "step_overhead0": used.step_overhead_s, "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
+        "step_overhead0": used.step_overhead_s, "expert_efficiency0": used.expert_efficiency,
+        "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
+        "decode_expert_compute_s": d.expert_compute_s, "prefill_expert_compute_s": p.expert_compute_s,
         "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
         "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,
         "decode_s": d.time_s, "prefill_s": p.time_s,
@@ -265,7 +267,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
         for p in report["fit"]["profiles"]:
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
-                         f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
+                         f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  experts {p['expert_efficiency']:.2f}  "
+                         f"in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
         lines.append(f"predicted with the stored serving-engine profiles (planner/data/engine_profiles.json: {report['profiles_used']})")
     intervals = report.get("intervals")

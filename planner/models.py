@@ -62,6 +62,7 @@ class Calibration(models.Model):
     collective_overhead_s = models.FloatField(null=True, blank=True)
     prefill_layer_overhead_s = models.FloatField(null=True, blank=True)
     request_overhead_s = models.FloatField(null=True, blank=True)
+    expert_efficiency = models.FloatField(null=True, blank=True)
     run_count = models.PositiveIntegerField()
     fitted_from = models.JSONField(default=list, help_text="Ids of the runs the fit used.")
     residual_rms = models.FloatField(null=True, blank=True)

@@ -120,6 +120,7 @@ class EfficiencySerializer(serializers.Serializer):
     collective_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     prefill_layer_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     request_overhead_s = serializers.FloatField(min_value=0.0, max_value=60.0, required=False)
+    expert_efficiency = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
 
     def validate(self, attrs):
         if not attrs:

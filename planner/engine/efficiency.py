@@ -37,9 +37,14 @@ class Efficiency:
     # scheduling, the HTTP path of a serving engine. 0 in the spec defaults; fitted per serving
     # engine from measured TTFT (planner/engine/fit.py).
     request_overhead_s: float = 0.0
+    # The share of the dense GEMMs' compute efficiency that the routed experts' GEMMs reach: a MoE layer
+    # runs grouped GEMMs over many experts, dispatches its tokens to them and waits on the busiest, which
+    # tells in prefill (compute-bound); their weights stream like any other. 1 in the spec defaults;
+    # fitted per serving engine (planner/engine/fit.py).
+    expert_efficiency: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("compute_fraction", "bandwidth_fraction", "link_bandwidth_fraction"):
+        for name in ("compute_fraction", "bandwidth_fraction", "link_bandwidth_fraction", "expert_efficiency"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must lie in (0, 1], got {value}")
@@ -89,7 +94,7 @@ def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency
 # The factors an Efficiency carries (every field but its source label): what a calibration stores
 # and an override may set. One list, so a new factor cannot be dropped on the way (planner/models.py).
 FACTORS: tuple[str, ...] = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction",
-                            "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s")  # fmt: skip
+                            "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s", "expert_efficiency")  # fmt: skip
 
 Override = Efficiency | Mapping[str, float]
 
@@ -133,6 +138,7 @@ class EfficiencyTable:
     collective_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
+    expert_efficiency: np.ndarray
     sources: tuple[tuple[str, ...], ...]  # [chip][dtype] -> source label
 
 

@@ -25,7 +25,7 @@ from .units import DTYPE_BYTES
 
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
 
-_PHASE_KEYS = ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "comm_s", "overhead_s", "time_s",
+_PHASE_KEYS = ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "expert_compute_s", "comm_s", "overhead_s", "time_s",
                "intensity_flop_per_byte", "ridge_flop_per_byte", "effective_ridge_flop_per_byte", "bound")  # fmt: skip
 _RIDGES = ("ridge_flop_per_byte", "effective_ridge_flop_per_byte")
 
@@ -216,7 +216,7 @@ def _evaluate_one_decoding(
         "energy_per_output_token_upper_j": energy_per_token_j(total_chips, hw.tdp_watts, serve.output_tokens_per_s_total),
     }
     step = outcome.step
-    for k in ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "comm_s", "overhead_s", "time_s"):
+    for k in ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "expert_compute_s", "comm_s", "overhead_s", "time_s"):
         out["decode_" + k] = getattr(step, k)
     out["decode_intensity_flop_per_byte"] = step.intensity_flop_per_byte
     out["decode_bound"] = step.bound

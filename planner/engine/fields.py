@@ -126,6 +126,7 @@ PHASE_FIELDS: tuple[ResultField, ...] = (
     _f("bytes_per_chip", "B", "bytes one chip moves"),
     _f("compute_s", "s", "FLOPs at the efficiency-scaled peak (critical path)"),
     _f("memory_s", "s", "bytes at the efficiency-scaled bandwidth (critical path)"),
+    _f("expert_compute_s", "s", "of compute_s, the routed experts' GEMMs (at expert_efficiency of the dense share; 0 for a dense model)"),
     _f("comm_s", "s", "tensor- and pipeline-parallel communication"),
     _f("overhead_s", "s", "fixed cost per forward (launches, scheduler, sampling)"),
     _f("time_s", "s", "the forward's time"),

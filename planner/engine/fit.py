@@ -1,12 +1,14 @@
 """Serving-engine profiles fitted to measured TTFT and TPOT, and cross-validated
 (docs/accuracy.md, "The fit"; docs/planner_math.md#efficiency-factors).
 
-Five physically meaningful parameters per serving engine, no more:
+Six physically meaningful parameters per serving engine, no more:
 - compute_fraction: the share of the dense peak its prefill GEMMs reach;
 - bandwidth_fraction: the share of peak memory bandwidth its decode steps reach;
 - step_overhead_s: the fixed cost of one forward (launches, scheduler, sampling);
 - request_overhead_s: what a request spends before its first token beyond the prefill
   (tokenisation, scheduling, the HTTP path);
+- expert_efficiency: the share of the dense GEMMs' compute efficiency its routed-expert GEMMs reach
+  (grouped GEMMs over many experts, their token dispatch and imbalance), which tells in prefill;
 - in_step_share: the share of a closed loop's requests that arrive in one wave with all the
   others (a benchmark's first round; its scheduler can keep waves together) rather than
   staggered (serving.py).
@@ -31,12 +33,12 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "in_step_share")
+PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "expert_efficiency", "in_step_share")
 # The efficiency factors among them (efficiency.FACTORS); in_step_share belongs to the workload.
-EFFICIENCY_PARAMETERS = PARAMETERS[:4]
-LOWER = np.array([0.05, 0.05, 0.0, 0.0, 0.0])
+EFFICIENCY_PARAMETERS = PARAMETERS[:5]
+LOWER = np.array([0.05, 0.05, 0.0, 0.0, 0.05, 0.0])
 # Ceilings a serving stack can reach: no GEMM or stream runs at the full datasheet peak.
-UPPER = np.array([0.95, 0.95, 0.05, 2.0, 1.0])
+UPPER = np.array([0.95, 0.95, 0.05, 2.0, 1.0, 1.0])
 POOLED = "*"
 # At least this many measured values before an engine gets a profile of its own.
 MIN_VALUES = 20
@@ -48,6 +50,7 @@ class EngineProfile:
     bandwidth_fraction: float
     step_overhead_s: float
     request_overhead_s: float
+    expert_efficiency: float
     in_step_share: float
     values: int  # measured values it was fitted to
 
@@ -69,11 +72,14 @@ class Parts:
     compute_fraction0: np.ndarray
     bandwidth_fraction0: np.ndarray
     step_overhead0: np.ndarray
+    expert_efficiency0: np.ndarray
     decode_compute_s: np.ndarray
     decode_memory_s: np.ndarray
+    decode_expert_compute_s: np.ndarray  # of decode_compute_s, the routed experts' part
     decode_fixed_s: np.ndarray  # communication and overhead other than the step overhead
     prefill_compute_s: np.ndarray
     prefill_memory_s: np.ndarray
+    prefill_expert_compute_s: np.ndarray
     prefill_fixed_s: np.ndarray
     decode_s: np.ndarray  # the decode step as computed
     prefill_s: np.ndarray  # one prefill as computed
@@ -91,10 +97,15 @@ def surrogate(theta: np.ndarray, p: Parts) -> np.ndarray:
     bandwidth ratio, the step overhead is replaced; whatever rides on the prefill (interleaved
     prefills in TPOT, waves and queues in TTFT) scales with the prefill; TTFT is linear in the
     in-step share between its staggered and its in-step value."""
-    compute_fraction, bandwidth_fraction, step_overhead, request_overhead, in_step_share = theta
+    compute_fraction, bandwidth_fraction, step_overhead, request_overhead, expert_efficiency, in_step_share = theta
     c, m = p.compute_fraction0 / compute_fraction, p.bandwidth_fraction0 / bandwidth_fraction
-    decode = np.maximum(p.decode_compute_s * c, p.decode_memory_s * m) + p.decode_fixed_s + step_overhead
-    prefill = np.maximum(p.prefill_compute_s * c, p.prefill_memory_s * m) + p.prefill_fixed_s + step_overhead
+    x = p.expert_efficiency0 / expert_efficiency - 1.0  # the experts' parts grow by this much more
+
+    def phase(compute, memory, expert_compute, fixed):
+        return np.maximum((compute + x * expert_compute) * c, memory * m) + fixed + step_overhead
+
+    decode = phase(p.decode_compute_s, p.decode_memory_s, p.decode_expert_compute_s, p.decode_fixed_s)
+    prefill = phase(p.prefill_compute_s, p.prefill_memory_s, p.prefill_expert_compute_s, p.prefill_fixed_s)
     scale = prefill / np.maximum(p.prefill_s, 1e-12)
     tpot = decode + (p.predicted - p.decode_s) * scale
     ttft = (p.staggered + in_step_share * (p.in_step - p.staggered)) * scale + request_overhead
@@ -107,7 +118,7 @@ def _residuals(theta: np.ndarray, p: Parts) -> np.ndarray:
 
 def fit_profile(p: Parts) -> EngineProfile:
     start = np.array([float(np.median(p.compute_fraction0)), float(np.median(p.bandwidth_fraction0)),
-                      float(np.median(p.step_overhead0)), 0.01, 0.1])  # fmt: skip
+                      float(np.median(p.step_overhead0)), 0.01, 0.9, 0.1])  # fmt: skip
     result = least_squares(_residuals, np.clip(start, LOWER, UPPER), args=(p,), bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.3)
     return EngineProfile(**dict(zip(PARAMETERS, (float(v) for v in result.x))), values=len(p))
 
@@ -142,9 +153,13 @@ def save_profiles(profiles: dict[str, EngineProfile], path: Path, *, source: str
     path.write_text(json.dumps(body, indent=1) + "\n")
 
 
+# What a parameter is when a stored profile predates it: its spec default (as for a calibration).
+NEUTRAL = {"expert_efficiency": 1.0, "in_step_share": 0.1}
+
+
 def load_profiles(path: Path) -> tuple[dict[str, EngineProfile], str]:
     """The stored profiles and their source line; ({}, "") when there is no file."""
     if not path.is_file():
         return {}, ""
     body = json.loads(path.read_text())
-    return {engine: EngineProfile(**values) for engine, values in body["profiles"].items()}, body["source"]
+    return {engine: EngineProfile(**{**NEUTRAL, **values}) for engine, values in body["profiles"].items()}, body["source"]

@@ -28,6 +28,15 @@ COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
 BOUND_NAMES = ("compute", "memory", "interconnect")
 
 
+def expert_params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | None = None) -> np.ndarray:
+    """Of params_read, the routed experts' parameters (0 for a dense model)."""
+    if not model.is_moe:
+        return np.zeros(np.shape(tokens))
+    touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
+    experts = model.moe_layer_count * model.params_per_expert * touched
+    return experts if expert_shards is None else experts / expert_shards
+
+
 def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | None = None) -> np.ndarray:
     """Parameters one tensor-parallel rank group streams from memory in a forward over `tokens` tokens.
 
@@ -37,11 +46,7 @@ def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray 
     more ranks (expert parallelism), the dense weights are not.
     """
     dense = float(model.total_params) - model.gathered_params - model.routed_expert_params
-    if not model.is_moe:
-        return np.full(np.shape(tokens), dense)
-    touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
-    experts = model.moe_layer_count * model.params_per_expert * touched
-    return dense + (experts if expert_shards is None else experts / expert_shards)
+    return dense + expert_params_read(model, tokens, expert_shards)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +57,7 @@ class PhaseCost:
     bytes_per_chip: np.ndarray
     compute_s: np.ndarray  # on the critical path: pp x one stage
     memory_s: np.ndarray
+    expert_compute_s: np.ndarray  # of compute_s, the routed experts' GEMMs
     comm_s: np.ndarray
     overhead_s: np.ndarray
     time_s: np.ndarray
@@ -105,8 +111,12 @@ def forward_cost(
     # touched experts.
     # Without attention DP anywhere in the block its terms are skipped: the same numbers, fewer array passes.
     split = hw.any_attention_dp
-    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / (tp * pp * adp if split else tp * pp)
+    flop_ranks = tp * pp * adp if split else tp * pp
+    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / flop_ranks
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+    # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
+    # (docs/planner_math.md#forward-cost); their weights stream like any other.
+    expert_flops = tokens * 2.0 * model.active_routed_expert_params * flop_scale / flop_ranks
     kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     replica_tokens = tokens
@@ -115,7 +125,9 @@ def forward_cost(
     message = replica_tokens * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
-    compute_stage = flops / (hw.compute_fraction * np.maximum(peak, 1e-30))
+    slower = 1.0 / hw.expert_efficiency - 1.0  # the experts' extra time per unit of dense time
+    expert_compute_stage = expert_flops / (hw.expert_efficiency * hw.compute_fraction * np.maximum(peak, 1e-30))
+    compute_stage = (flops + slower * expert_flops) / (hw.compute_fraction * np.maximum(peak, 1e-30))
     memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
     comm_stage = _communication(model, hw, message, tokens)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
@@ -126,6 +138,7 @@ def forward_cost(
         bytes_per_chip=nbytes * micro,
         compute_s=pp * compute_stage,
         memory_s=pp * memory_stage,
+        expert_compute_s=pp * expert_compute_stage,
         comm_s=pp * comm_stage + p2p,
         overhead_s=np.broadcast_to(overhead, np.shape(time)).copy(),
         time_s=time,

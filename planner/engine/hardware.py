@@ -84,6 +84,7 @@ class CandidateHardware:
     step_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
+    expert_efficiency: np.ndarray
     link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency (TP collectives)
     expert_link_bytes_per_s: np.ndarray  # the all-to-all between expert-parallel ranks
     link_latency_s: np.ndarray  # per collective: link alpha + software overhead
@@ -144,6 +145,7 @@ def candidate_hardware(
         step_overhead_s=efficiency.step_overhead_s[c, w],
         prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
         request_overhead_s=efficiency.request_overhead_s[c, w],
+        expert_efficiency=efficiency.expert_efficiency[c, w],
         link_bytes_per_s=tp_link,
         expert_link_bytes_per_s=ep_link,
         link_latency_s=table.link_latency_s[c] + efficiency.collective_overhead_s[c, w],

@@ -27,6 +27,7 @@ class PhaseArrays:
     bytes_per_chip: np.ndarray
     compute_s: np.ndarray
     memory_s: np.ndarray
+    expert_compute_s: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
     time_s: np.ndarray
@@ -42,6 +43,7 @@ class PhaseArrays:
             bytes_per_chip=cost.bytes_per_chip,
             compute_s=cost.compute_s,
             memory_s=cost.memory_s,
+            expert_compute_s=cost.expert_compute_s,
             comm_s=cost.comm_s,
             overhead_s=cost.overhead_s,
             time_s=cost.time_s,

@@ -161,6 +161,13 @@ class ModelSpec:
         return float(self.active_params) - self.gathered_params
 
     @property
+    def active_routed_expert_params(self) -> float:
+        """Routed-expert parameters one token passes through: k experts in every MoE layer."""
+        if not self.is_moe:
+            return 0.0
+        return float(self.moe_layer_count * self.experts_per_token * self.params_per_expert)
+
+    @property
     def routed_expert_params(self) -> float:
         if not self.is_moe:
             return 0.0

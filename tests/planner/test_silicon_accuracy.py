@@ -87,12 +87,12 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     assert len(report["rows"]) + len(report["unpredicted"]) == 5368
     cv = {group: stats["by_metric"] for group, stats in report["cv"].items()}
     for group in ("engine", "chip", "model family"):
-        assert cv[group]["tpot_s"]["mdape"] <= 25.0, group
-    assert cv["engine"]["ttft_s"]["mdape"] <= 61.0
-    assert cv["chip"]["ttft_s"]["mdape"] <= 44.0
+        assert cv[group]["tpot_s"]["mdape"] <= 24.5, group
+    assert cv["engine"]["ttft_s"]["mdape"] <= 56.5
+    assert cv["chip"]["ttft_s"]["mdape"] <= 43.0
     assert cv["model family"]["ttft_s"]["mdape"] <= 52.0
     fitted, defaults = report["summary"]["by_metric"], report["spec_defaults"]["by_metric"]
-    assert fitted["tpot_s"]["mdape"] <= 23.0 and fitted["ttft_s"]["mdape"] <= 42.0
+    assert fitted["tpot_s"]["mdape"] <= 22.0 and fitted["ttft_s"]["mdape"] <= 40.0
     assert defaults["tpot_s"]["mdape"] <= 29.0 and defaults["ttft_s"]["mdape"] <= 74.0
     coverage = report["intervals"]["coverage_cv"]
     assert all(0.7 <= share <= 0.9 for share in coverage.values()), coverage
@@ -110,7 +110,7 @@ def test_the_stored_serving_engine_profiles_are_what_the_documented_command_fits
     assert "--profiles-out" in source and set(refitted) == set(stored) == {"*", "SGLang", "TensorRT-LLM", "vLLM"}
     for engine, profile in stored.items():
         assert refitted[engine].values == profile.values
-        for name in ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "in_step_share"):
+        for name in ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "expert_efficiency", "in_step_share"):
             assert getattr(refitted[engine], name) == pytest.approx(getattr(profile, name), rel=1e-3, abs=1e-6), (engine, name)
     # A silicon file is predicted with them; --spec-defaults predicts with nothing fitted.
     call_command("accuracy", str(SAMPLE), "--json")

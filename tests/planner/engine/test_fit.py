@@ -16,32 +16,36 @@ def _parts(n: int = 60, seed: int = 0) -> Parts:
     metric = np.where(np.arange(n) % 2 == 0, "ttft_s", "tpot_s")
     decode = decode_memory + 0.3e-3 + 1e-4
     prefill = prefill_compute + 5e-3 + 0.3e-3
+    expert_share = rng.uniform(0.0, 0.8, n)  # dense models 0, large MoE most of the weights
     # TTFT: a staggered queue, or a wave when every request is in step; TPOT: interleaved prefill.
     staggered = np.where(metric == "ttft_s", prefill * 1.2, decode + 1e-3)
     in_step = np.where(metric == "ttft_s", prefill * 6.0, staggered)
     predicted = staggered + 0.1 * (in_step - staggered)
     return Parts(
         metric=metric, measured=predicted.copy(), predicted=predicted, staggered=staggered, in_step=in_step, compute_fraction0=np.full(n, 0.7),
-        bandwidth_fraction0=np.full(n, 0.75), step_overhead0=np.full(n, 0.3e-3), decode_compute_s=decode_memory / 10,
-        decode_memory_s=decode_memory, decode_fixed_s=np.full(n, 1e-4), prefill_compute_s=prefill_compute,
-        prefill_memory_s=prefill_compute / 20, prefill_fixed_s=np.full(n, 5e-3), decode_s=decode, prefill_s=prefill,
+        bandwidth_fraction0=np.full(n, 0.75), step_overhead0=np.full(n, 0.3e-3), expert_efficiency0=np.ones(n),
+        decode_compute_s=decode_memory / 10, decode_memory_s=decode_memory, decode_expert_compute_s=expert_share * decode_memory / 10,
+        decode_fixed_s=np.full(n, 1e-4), prefill_compute_s=prefill_compute,
+        prefill_memory_s=prefill_compute / 20, prefill_expert_compute_s=expert_share * prefill_compute,
+        prefill_fixed_s=np.full(n, 5e-3), decode_s=decode, prefill_s=prefill,
     )  # fmt: skip
 
 
 def test_the_surrogate_reproduces_the_engines_predictions_at_the_defaults():
     p = _parts()
-    assert surrogate(np.array([0.7, 0.75, 0.3e-3, 0.0, 0.1]), p) == pytest.approx(p.predicted, rel=1e-12)
+    assert surrogate(np.array([0.7, 0.75, 0.3e-3, 0.0, 1.0, 0.1]), p) == pytest.approx(p.predicted, rel=1e-12)
 
 
-def test_the_fit_recovers_known_factors_a_request_overhead_and_the_in_step_share():
+def test_the_fit_recovers_known_factors_a_request_overhead_the_experts_share_and_the_in_step_share():
     p = _parts()
-    truth = np.array([0.5, 0.6, 0.5e-3, 0.04, 0.3])
+    truth = np.array([0.5, 0.6, 0.5e-3, 0.04, 0.7, 0.3])
     measured = surrogate(truth, p)
     fitted = fit_profile(Parts(**{**p.__dict__, "measured": measured}))
     assert fitted.compute_fraction == pytest.approx(0.5, rel=0.02)
     assert fitted.bandwidth_fraction == pytest.approx(0.6, rel=0.02)
     assert fitted.request_overhead_s == pytest.approx(0.04, rel=0.05)
     assert fitted.in_step_share == pytest.approx(0.3, rel=0.05)
+    assert fitted.expert_efficiency == pytest.approx(0.7, rel=0.05)
     assert fitted.values == len(p)
 
 
