@@ -116,7 +116,7 @@ def forward_cost(
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other.
-    expert_flops = tokens * 2.0 * model.active_routed_expert_params * flop_scale / flop_ranks
+    expert_flops = tokens * (2.0 * model.active_routed_expert_params * flop_scale) / flop_ranks if model.is_moe else 0.0
     kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     replica_tokens = tokens
@@ -125,9 +125,13 @@ def forward_cost(
     message = replica_tokens * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
-    slower = 1.0 / hw.expert_efficiency - 1.0  # the experts' extra time per unit of dense time
-    expert_compute_stage = expert_flops / (hw.expert_efficiency * hw.compute_fraction * np.maximum(peak, 1e-30))
-    compute_stage = (flops + slower * expert_flops) / (hw.compute_fraction * np.maximum(peak, 1e-30))
+    achieved_flops_per_s = hw.compute_fraction * np.maximum(peak, 1e-30)
+    if model.is_moe:
+        expert_compute_stage = expert_flops / (hw.expert_efficiency * achieved_flops_per_s)
+        compute_stage = (flops - expert_flops) / achieved_flops_per_s + expert_compute_stage
+    else:  # a dense model: no experts' term, and no array spent on it
+        expert_compute_stage = np.zeros(np.shape(flops))
+        compute_stage = flops / achieved_flops_per_s
     memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
     comm_stage = _communication(model, hw, message, tokens)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
