@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Override
-from .estimate import Estimate, estimate
+from .estimate import Estimate, estimate, estimate_admitting
 from .decoding import Decoding, Resolvers
 from .decoding import decoding_from_params as _method_from_params
 from .deployment import Deployment
@@ -143,4 +143,6 @@ def predict_row(
         decoding=decoding_from_params(row.decoding, row.decoding_params, draft),
     )  # fmt: skip
     workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens)
+    if isinstance(row.batch, int):  # a batch the KV cache cannot hold runs what it holds (estimate_admitting)
+        return estimate_admitting(model, deployment, workload, batch=row.batch, efficiency=efficiency, calibration=calibration)
     return estimate(model, deployment, workload, batch=row.batch, efficiency=efficiency, calibration=calibration)

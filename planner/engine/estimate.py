@@ -3,6 +3,7 @@ same vectorised path as the search, so the two can never disagree."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, make_dataclass
 
 import numpy as np
@@ -180,6 +181,19 @@ def estimate(
         model, deployment, workload, batch=batch, efficiency=efficiency, calibration=calibration, disaggregated=disaggregated
     )
     return evaluation.estimate(offering)
+
+
+def estimate_admitting(model: ModelSpec, deployment: Deployment, workload: Workload, *, batch: int, **kwargs) -> Estimate:
+    """estimate() at `batch`, or, where the KV cache holds fewer sequences, at what it holds: a
+    continuous-batching engine admits that many and the rest wait for a slot (issue 11: admission,
+    not refusal), said in a warning. Every other reason a configuration cannot run stands."""
+    result = estimate(model, deployment, workload, batch=max(batch, 1), **kwargs)
+    held = result.memory.max_concurrency
+    if result.fits or held < 1 or held >= batch:
+        return result
+    admitted = estimate(model, deployment, workload, batch=held, **kwargs)
+    note = f"the KV cache holds {held} of the {batch} sequences asked for; the others wait for a slot"
+    return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
 
 
 def max_throughput_point(run) -> tuple[Results, int]:

@@ -31,7 +31,7 @@ from .decoding import Autoregressive
 from .deployment import Deployment
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency, Override
-from .estimate import Estimate, estimate
+from .estimate import Estimate, estimate_admitting
 from .serving import in_step_wait_s, pool_ceiling_rate, pool_closed_loop, pool_replicas_for
 from .specs import ChipSpec, ModelSpec, Workload
 
@@ -138,15 +138,9 @@ def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtyp
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
         attention_data_parallel=layout.attention_data_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
-    kwargs = dict(calibration=calibration, efficiency=efficiency, disaggregated=disaggregated)
-    result = estimate(model, deployment, workload, batch=max(batch, 1), **kwargs)
-    fits = result.memory.max_concurrency
-    if result.fits or fits < 1 or fits >= batch:
-        return result
     # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
-    admitted = estimate(model, deployment, workload, batch=fits, **kwargs)
-    note = f"the KV cache holds {fits} of the {batch} sequences asked for; the others wait for a slot"
-    return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
+    return estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
+                              disaggregated=disaggregated)  # fmt: skip
 
 
 def silicon_estimates(

@@ -97,3 +97,16 @@ def test_a_gpt_fast_row_is_predicted_within_twenty_percent():
     )[0]
     predicted = predict_metric(row.metric, predict_row(row, llama_2_7b(), a100_sxm_80gb()))
     assert absolute_percentage_error(predicted, row.value) < 20.0
+
+
+def test_a_batch_the_kv_cache_cannot_hold_runs_what_it_holds_and_says_so():
+    # 2,000 sequences of 2,048 + 1,024 tokens of Llama-2-7B do not fit one H100: the engine admits what fits.
+    row = read_measurements(
+        [HEADER, "big,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,2000,2048,1024,ar,,output_tokens_per_s,1,vLLM,src,"]
+    )[0]
+    e = predict_row(row, llama_2_7b(), h100_sxm())
+    assert e.fits and 1 <= e.batch == e.memory.max_concurrency < 2000
+    assert any("wait for a slot" in w for w in e.warnings)
+    # Anything else that stops a configuration still does: the weights of a 70B model on one chip.
+    big = read_measurements([HEADER, "w,llama-2-70b,nvidia-h100-sxm,1,1,bf16,bf16,8,128,128,ar,,output_tokens_per_s,1,vLLM,src,"])[0]
+    assert not predict_row(big, llama_2_70b(), h100_sxm()).fits
