@@ -28,7 +28,7 @@ from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
-from planner.engine_profiles import profile_covers
+from planner.engine_profiles import profile_covers, stored_profiles
 from planner.models import Plan
 
 # A plan evaluates at most this many candidate configurations; more is refused up front
@@ -87,16 +87,9 @@ def _workload(data: dict[str, Any]) -> Workload:
 def _efficiency(data: dict[str, Any] | None, serving_engine: str | None = None) -> dict[str, float] | None:
     """The factors a request overrides, on top of its serving engine's fitted profile where it names one;
     the engine keeps the chip's own for the rest."""
-    profile = {} if not serving_engine else serving_engine_profiles()[serving_engine].factors()
+    profile = {} if not serving_engine else stored_profiles()[serving_engine].factors()
     merged = {**profile, **(data or {})}
     return merged or None
-
-
-def serving_engine_profiles() -> dict[str, Any]:
-    """The fitted serving-engine profiles the planner ships (planner/data/engine_profiles.json), by engine."""
-    from planner.engine_profiles import stored_profiles
-
-    return stored_profiles()
 
 
 def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | None:
