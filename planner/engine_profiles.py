@@ -26,3 +26,44 @@ def serving_engines() -> tuple[str, ...]:
 def profile_covers(chip) -> bool:
     """Whether a fitted profile speaks for this catalog chip: the measurements behind it are NVIDIA GPUs'."""
     return chip.kind == "gpu" and chip.vendor.lower() == "nvidia"
+
+
+VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, inside a search
+
+
+def variant_slug(chip_slug: str, engine: str) -> str:
+    return f"{chip_slug}{VARIANT}{engine}"
+
+
+def split_variant(slug: str) -> tuple[str, str | None]:
+    """(the catalog chip's slug, the serving engine or None)."""
+    chip, _, engine = slug.partition(VARIANT)
+    return chip, engine or None
+
+
+def profile_label(engine: str) -> str:
+    return f"fitted serving-engine profile ({engine})"
+
+
+def engine_variants(chip_specs, chips, calibration, engines):
+    """The chips a search tries with their serving engines: each chip a profile covers once per engine,
+    under that engine's profile (its factors over the chip's calibrated or default ones, per dtype); every
+    other chip as it is (spec defaults). Returns (chip specs, calibration with the variants' entries)."""
+    from dataclasses import replace
+
+    from planner.engine.efficiency import resolve_efficiency
+    from planner.engine.units import DTYPES
+
+    profiles = stored_profiles()
+    specs, extended = [], dict(calibration)
+    for spec, chip in zip(chip_specs, chips):
+        if not (engines and profile_covers(chip)):
+            specs.append(spec)
+            continue
+        for engine in engines:
+            slug = variant_slug(spec.slug, engine)
+            specs.append(replace(spec, slug=slug))
+            for dtype in DTYPES:
+                base = resolve_efficiency(spec, dtype, calibration=calibration)
+                extended[(slug, dtype)] = replace(base, **profiles[engine].factors(), source=profile_label(engine))
+    return specs, extended

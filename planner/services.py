@@ -28,7 +28,7 @@ from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
-from planner.engine_profiles import profile_covers, stored_profiles
+from planner.engine_profiles import engine_variants, profile_covers, profile_label, serving_engines, split_variant, stored_profiles
 from planner.models import Plan
 
 # A plan evaluates at most this many candidate configurations; more is refused up front
@@ -95,7 +95,7 @@ def _efficiency(data: dict[str, Any] | None, serving_engine: str | None = None) 
 def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | None:
     if not serving_engine:
         return None
-    return f"fitted serving-engine profile ({serving_engine})" + (" with overrides" if overridden else "")
+    return profile_label(serving_engine) + (" with overrides" if overridden else "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -117,12 +117,12 @@ def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engi
     return out
 
 
-def _pessimistic_cost(result, chips: list[Chip], serving_engine: str | None = None) -> np.ndarray:
-    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind and engine)."""
-    engine = serving_engine or "*"
+def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
+    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind and
+    serving engine; chips and engines per chip index of the search)."""
     factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=engine, bands=_error_bands())) else 1.0)
-        for c in chips
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=_error_bands())) else 1.0)
+        for c, e in zip(chips, engines)
     ])  # fmt: skip
     return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
 
@@ -211,7 +211,7 @@ def plan_search_options(data: dict[str, Any], *, decodings: tuple[Decoding, ...]
         decodings=decodings,
         max_chip_count=hardware["max_chips"],
         pricing_models=_pricing_models(hardware),
-        efficiency=_efficiency(data.get("efficiency"), data.get("serving_engine")),
+        efficiency=_efficiency(data.get("efficiency")),  # serving engines come in as chip variants (plan_create)
         disaggregated=data["disaggregated"],
     )
 
@@ -223,19 +223,23 @@ def plan_candidate_bound(*, chip_count: int, options: SearchOptions, workload: W
     return chip_count * counts * len(DEFAULT_TENSOR_PARALLEL) * len(options.weight_dtypes) * batches * len(options.decodings)
 
 
-def _row(result, i: int, chips_by_slug: dict[str, Chip], *, serving_engine: str | None = None, efficiency_label: str | None = None) -> dict[str, Any]:
+def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = False) -> dict[str, Any]:
     est = result.estimate(int(i))
     row = json_safe(est)
+    # A chip under a serving engine's profile is searched as a variant ("nvidia-h100-sxm@vLLM").
+    row["chip_slug"], serving_engine = split_variant(est.chip_slug)
+    row["serving_engine"] = serving_engine
+    efficiency_label = _efficiency_label(serving_engine, overridden)
     offering = result.offering_of(int(i))
     row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))
     row["usd_per_chip_hour"] = json_safe(float(result.usd_per_chip_hour[i]))
     row["offering"] = offering.slug if offering else None
     row["pricing_model"] = offering.pricing_model if offering else None
-    row["chip_kind"] = chips_by_slug[est.chip_slug].kind
+    row["chip_kind"] = chips_by_slug[row["chip_slug"]].kind
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
     row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
-    row["chip_name"] = chips_by_slug[est.chip_slug].name
+    row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
     row["candidate_index"] = int(i)
     return row
 
@@ -254,7 +258,10 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
                            + (f"; {engine}'s profile covers NVIDIA GPUs only" if engine else "") + "); widen them.")
     decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
     options = plan_search_options(data, decodings=decodings)
-    bound = plan_candidate_bound(chip_count=len(chips), options=options, workload=workload)
+    # Each chip a fitted profile covers is tried under every serving engine, or the one the request names.
+    engines = (engine,) if engine else serving_engines()
+    variants = sum(len(engines) if profile_covers(c) else 1 for c in chips)
+    bound = plan_candidate_bound(chip_count=variants, options=options, workload=workload)
     if bound > MAX_PLAN_CANDIDATES:
         raise PlanTooLarge(
             f"This search would evaluate up to {bound:,} configurations (limit {MAX_PLAN_CANDIDATES:,}); "
@@ -263,25 +270,29 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     chip_slugs = [c.slug for c in chips]
     offerings = list(catalog.offerings_for_chips(chip_slugs=chip_slugs))
     calibration = catalog_specs.calibrations_for(chip_slugs)
-    options = dataclasses.replace(options, calibration=calibration)
+    specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines)
+    options = dataclasses.replace(options, calibration=searched_calibration)
     offering_specs: dict[str, list] = {}
     for offering in offerings:
         offering_specs.setdefault(offering.chip.slug, []).append(catalog_specs.offering_spec(offering))
-    result = search(catalog_specs.model_spec(model), [catalog_specs.chip_spec(c) for c in chips], offering_specs, workload, options)
+    offering_specs.update({s.slug: offering_specs.get(split_variant(s.slug)[0], []) for s in specs})
+    result = search(catalog_specs.model_spec(model), specs, offering_specs, workload, options)
 
     chips_by_slug = {c.slug: c for c in chips}
-    label = _efficiency_label(engine, bool(data.get("efficiency")))
+    searched_chips = [chips_by_slug[split_variant(s.slug)[0]] for s in specs]
+    searched_engines = [split_variant(s.slug)[1] for s in specs]
+    overridden = bool(data.get("efficiency"))
     rows: dict[int, dict[str, Any]] = {}
 
     def row(i) -> dict[str, Any]:
         if int(i) not in rows:
-            rows[int(i)] = _row(result, int(i), chips_by_slug, serving_engine=engine, efficiency_label=label)
+            rows[int(i)] = _row(result, int(i), chips_by_slug, overridden=overridden)
         return rows[int(i)]
 
     budget = data.get("budget_usd_per_million_output_tokens")
     ranked = result.ranked
     if data.get("rank_by") == "pessimistic":
-        ranked = ranked[np.argsort(_pessimistic_cost(result, chips, engine)[ranked], kind="stable")]
+        ranked = ranked[np.argsort(_pessimistic_cost(result, searched_chips, searched_engines)[ranked], kind="stable")]
     over_budget_count = 0
     if budget is not None:
         within = result.usd_per_million_output_tokens[ranked] <= budget
