@@ -53,7 +53,7 @@ ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": 
 GROUPS = ("workload", "hardware", "decodings")
 FORM_FIELDS = {
     "model", "config_file", "import_name", "prompt_tokens", "output_tokens", "concurrency", "request_rate_per_s",
-    "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned",
+    "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned", "serving_engine",
     "adaptive_window", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
 }  # fmt: skip
 
@@ -110,6 +110,8 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
         payload["decodings"] = [decoding]
     if _given(post.get("budget")):
         payload["budget_usd_per_million_output_tokens"] = post.get("budget")
+    if _given(post.get("serving_engine")):  # empty: search every engine
+        payload["serving_engine"] = post.get("serving_engine")
     return payload
 
 

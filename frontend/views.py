@@ -29,6 +29,7 @@ from jobs import services as jobs_services
 from planner import selectors as plans
 from planner import services as planner_services
 from planner.engine.units import DTYPES
+from planner.engine_profiles import serving_engines
 from planner.models import Plan
 from planner.result_schema import table_columns, validated_fields
 from planner.serializers import PlanInputSerializer
@@ -73,6 +74,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[
         "vendors": sorted(set(catalog.chip_list().values_list("vendor", flat=True))),
         "pricing_models": Offering.PricingModel.choices,
         "dtypes": DTYPES,
+        "serving_engines": serving_engines(),
         "ownerships": (("any", "Any"), ("rent", "Rent (cloud)"), ("own", "Own (purchase)")),
         "decoding_methods": (("ar", "Autoregressive"), ("speculative", "Speculative (draft model)"),
                              ("diffusion", "Diffusion"), ("block_diffusion", "Block diffusion")),  # fmt: skip

@@ -108,3 +108,14 @@ def test_a_post_without_the_csrf_token_is_refused(dana, catalog):
     response = client.post("/", CHAT_FORM)
     assert response.status_code == 403 and b"CSRF" in response.content
     assert Plan.objects.count() == 0
+
+
+def test_the_form_offers_every_serving_engine_and_a_chosen_one_narrows_the_plan(ui_client, dana, catalog):
+    page = ui_client.get("/").content.decode()
+    assert 'name="serving_engine"' in page and ">vLLM (NVIDIA GPUs only)<" in page
+    ui_client.post("/", {**CHAT_FORM, "serving_engine": "vLLM"})
+    plan = Plan.objects.get()
+    assert plan.inputs["serving_engine"] == "vLLM"
+    assert {r["serving_engine"] for r in plan.results["ranked"]} == {"vLLM"}
+    errors = ui_client.post("/", {**CHAT_FORM, "serving_engine": "no-such-engine"}).content.decode()
+    assert 'id="err-serving_engine"' in errors and Plan.objects.count() == 1
