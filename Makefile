@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install migrate catalog worker web lint bench accuracy clean loadtest
 
-$(STAMP): requirements.txt
+# The development venv holds the runtime and the test tools (requirements-test.txt includes requirements.txt).
+$(STAMP): requirements.txt requirements-test.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $(STAMP)
 
 install: $(STAMP)
