@@ -1,4 +1,4 @@
-"""Serving-engine profiles: five physically meaningful parameters per engine, fitted by least squares on a
+"""Serving-engine profiles: six physically meaningful parameters per engine, fitted by least squares on a
 surrogate that reproduces the engine's own predictions at the defaults."""
 
 from __future__ import annotations
