@@ -14,7 +14,7 @@ from planner.engine import absolute_percentage_error, predict_metric, predict_ro
 import numpy as np
 
 from planner.engine.efficiency import resolve_efficiency
-from planner.engine.fit import POOLED, Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
+from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES

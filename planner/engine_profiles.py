@@ -5,9 +5,12 @@ to NVIDIA's silicon measurements (planner/engine/fit.py; written by `manage.py a
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
+from planner.engine.efficiency import resolve_efficiency
 from planner.engine.fit import POOLED, EngineProfile, load_profiles
+from planner.engine.units import DTYPES
 
 ENGINE_PROFILES = Path(__file__).resolve().parent / "data" / "engine_profiles.json"
 
@@ -49,11 +52,6 @@ def engine_variants(chip_specs, chips, calibration, engines):
     """The chips a search tries with their serving engines: each chip a profile covers once per engine,
     under that engine's profile (its factors over the chip's calibrated or default ones, per dtype); every
     other chip as it is (spec defaults). Returns (chip specs, calibration with the variants' entries)."""
-    from dataclasses import replace
-
-    from planner.engine.efficiency import resolve_efficiency
-    from planner.engine.units import DTYPES
-
     profiles = stored_profiles()
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):

@@ -61,3 +61,17 @@ def test_leave_one_group_out_holds_out_each_group_once():
     folds = cv_folds(["a", "b", "a", "c"])
     assert [g for g, _ in folds] == ["a", "b", "c"]
     assert sum(mask.sum() for _, mask in folds) == 4
+
+
+def test_a_stored_profile_that_predates_a_parameter_gets_its_spec_default(tmp_path):
+    import json
+
+    from planner.engine.fit import load_profiles
+
+    old = {"compute_fraction": 0.8, "bandwidth_fraction": 0.7, "step_overhead_s": 0.002, "request_overhead_s": 0.1, "values": 40}
+    path = tmp_path / "profiles.json"
+    path.write_text(json.dumps({"source": "an older fit", "profiles": {"vLLM": old}}))
+    profiles, source = load_profiles(path)
+    assert source == "an older fit"
+    assert profiles["vLLM"].expert_efficiency == 1.0 and profiles["vLLM"].in_step_share == 0.1
+    assert load_profiles(tmp_path / "missing.json") == ({}, "")
