@@ -163,7 +163,7 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     dense_ffn = tensor_parallel_comm_s(layers - moe_layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
     # Each rank routes its share of the tokens to experts_per_token experts.
     routed = tokens / (adp * tp) * model.experts_per_token * model.hidden_size * hw.activation_bytes
-    a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.link_latency_s)
+    a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.expert_link_latency_s)
     return np.where(adp > 1, attention + dense_ffn + a2a, megatron)
 
 

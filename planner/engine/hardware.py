@@ -19,6 +19,7 @@ from .units import (
     DTYPE_BYTES_ARRAY,
     DTYPE_CODE,
     INTER_NODE_BYTES_PER_S,
+    INTER_NODE_COLLECTIVE_LATENCY_S,
     PCIE_GEN4_X16_BYTES_PER_S,
 )
 
@@ -87,7 +88,8 @@ class CandidateHardware:
     expert_efficiency: np.ndarray
     link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency (TP collectives)
     expert_link_bytes_per_s: np.ndarray  # the all-to-all between expert-parallel ranks
-    link_latency_s: np.ndarray  # per collective: link alpha + software overhead
+    link_latency_s: np.ndarray  # per TP collective: link alpha (the network's past a node) + software overhead
+    expert_link_latency_s: np.ndarray  # the same for the expert-parallel all-to-all
     p2p_bytes_per_s: np.ndarray  # between pipeline stages
     weight_bytes_per_param: np.ndarray
     kv_bytes_per_element: np.ndarray
@@ -122,9 +124,14 @@ def candidate_hardware(
     network = table.stages_cross_network[c]
     crosses_nodes = (per_replica > table.node_size[c]) & network
     # Tensor parallelism wider than a node (multi-node TP, as TensorRT-LLM runs TP 16 over two
-    # 8-GPU nodes) all-reduces over the same NICs.
-    tp_link = np.where((tp > table.node_size[c]) & network, np.minimum(link, INTER_NODE_BYTES_PER_S), link)
-    ep_link = np.where((tp * adp > table.node_size[c]) & network, np.minimum(link, INTER_NODE_BYTES_PER_S), link)
+    # 8-GPU nodes) all-reduces over all the node's NICs at once, at the network's latency; so do
+    # expert-parallel all-to-alls wider than a node (units.py).
+    tp_spans = (tp > table.node_size[c]) & network
+    ep_spans = (tp * adp > table.node_size[c]) & network
+    rails = np.minimum(link, table.node_size[c] * INTER_NODE_BYTES_PER_S)
+    tp_link, ep_link = np.where(tp_spans, rails, link), np.where(ep_spans, rails, link)
+    latency = table.link_latency_s[c] + efficiency.collective_overhead_s[c, w]
+    network_latency = np.maximum(table.link_latency_s[c], INTER_NODE_COLLECTIVE_LATENCY_S) + efficiency.collective_overhead_s[c, w]
     compute_code = compute.compute_code[c, w]
     return CandidateHardware(
         kind_code=kind,
@@ -148,7 +155,8 @@ def candidate_hardware(
         expert_efficiency=efficiency.expert_efficiency[c, w],
         link_bytes_per_s=tp_link,
         expert_link_bytes_per_s=ep_link,
-        link_latency_s=table.link_latency_s[c] + efficiency.collective_overhead_s[c, w],
+        link_latency_s=np.where(tp_spans, network_latency, latency),
+        expert_link_latency_s=np.where(ep_spans, network_latency, latency),
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
         weight_bytes_per_param=DTYPE_BYTES_ARRAY[w],
         kv_bytes_per_element=DTYPE_BYTES_ARRAY[grid.kv_dtype],

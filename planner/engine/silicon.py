@@ -99,11 +99,19 @@ def _degree(value: str) -> int:
 
 
 def _layout(r: dict[str, str], prefix: str) -> WorkerLayout:
+    tp = _int(r.get(f"{prefix}tp_size", ""), 0) or 0
+    moe_tp, moe_ep = _degree(r.get(f"{prefix}moe_tp_size", "")), _degree(r.get(f"{prefix}moe_ep_size", ""))
+    published_adp = (r.get(f"{prefix}attention_dp_size") or "").strip()
+    adp = _degree(published_adp)
+    # The layout's identity tp x attention_dp = moe_tp x moe_ep: an attention DP left empty where the
+    # experts span more GPUs than the attention's TP is that ratio (vLLM's data parallelism, whose MoE
+    # layers shard over every DP x TP rank).
+    if not published_adp and tp >= 1 and moe_tp * moe_ep > tp and (moe_tp * moe_ep) % tp == 0:
+        adp = moe_tp * moe_ep // tp
     return WorkerLayout(
         workers=_int(r.get(f"{prefix}num_workers", "")) or None, batch=_int(r.get(f"{prefix}batch_size", "")),
-        tensor_parallel=_int(r.get(f"{prefix}tp_size", ""), 0) or 0, pipeline_parallel=_degree(r.get(f"{prefix}pp_size", "")),
-        attention_data_parallel=_degree(r.get(f"{prefix}attention_dp_size", "")),
-        moe_tensor_parallel=_degree(r.get(f"{prefix}moe_tp_size", "")), moe_expert_parallel=_degree(r.get(f"{prefix}moe_ep_size", "")),
+        tensor_parallel=tp, pipeline_parallel=_degree(r.get(f"{prefix}pp_size", "")), attention_data_parallel=adp,
+        moe_tensor_parallel=moe_tp, moe_expert_parallel=moe_ep,
     )  # fmt: skip
 
 
@@ -133,14 +141,30 @@ def _check(layout: WorkerLayout, role: str) -> None:
         raise ValueError(f"{role}tp_size is {layout.tensor_parallel} as published: no layout to predict")
 
 
+def attention_layout(model: ModelSpec, layout: WorkerLayout) -> tuple[WorkerLayout, str | None]:
+    """The layout an engine can run: a tensor-parallel degree that does not divide the attention heads
+    cannot shard them (Megatron splits heads over ranks), so a world of that many GPUs runs its
+    attention data-parallel, one replica per GPU with its own KV cache, the experts spread over all of
+    them, as SGLang's --enable-dp-attention and TensorRT-LLM's attention DP do (the layout then counts
+    the world as tp_size). Returns the layout and, when it was read so, a note saying it."""
+    tp = layout.tensor_parallel
+    if tp <= 1 or model.num_attention_heads % tp == 0 or layout.attention_data_parallel > 1:
+        return layout, None
+    note = (f"tp_size {tp} does not divide the {model.num_attention_heads} attention heads: read as attention data "
+            f"parallelism over {tp} GPUs (tensor_parallel 1 x attention_data_parallel {tp})")
+    return dataclasses.replace(layout, tensor_parallel=1, attention_data_parallel=tp), note
+
+
 def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration, efficiency):
+    layout, note = attention_layout(model, layout)
     deployment = Deployment(
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
         attention_data_parallel=layout.attention_data_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
     # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
-    return estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
-                              disaggregated=disaggregated)  # fmt: skip
+    result = estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
+                                disaggregated=disaggregated)  # fmt: skip
+    return dataclasses.replace(result, warnings=(*result.warnings, note)) if note else result
 
 
 def silicon_estimates(

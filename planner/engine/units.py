@@ -64,6 +64,13 @@ PCIE_GEN4_X16_BYTES_PER_S = 32e9
 # Between nodes: one 400 Gb/s NDR InfiniBand NIC per GPU (DGX H100 layout),
 # 50 GB/s per direction. Pipeline stages across nodes talk over this.
 INTER_NODE_BYTES_PER_S = 50e9
+# A collective that leaves the node (TP or expert parallelism wider than a node) runs over every
+# GPU's NIC at once: NCCL gives each rail of a rail-optimised fabric its own channel, so the bus
+# bandwidth is the node's NIC count x one NIC (NVIDIA's NCCL maintainers expect 46-48 GB/s per
+# 400 Gb/s NDR NIC: github.com/NVIDIA/nccl-tests/issues/290). Its fixed cost is the network's:
+# an 8-byte all-reduce between two nodes over InfiniBand takes 19-20 us
+# (github.com/NVIDIA/nccl-tests/issues/150, nccl-tests all_reduce_perf, 2 nodes, HDR).
+INTER_NODE_COLLECTIVE_LATENCY_S = 20e-6
 
 # TPU prompts are padded up to a bucket; JetStream/MaxText buckets by powers
 # of two. The smallest bucket we assume is 16 tokens.
