@@ -94,6 +94,54 @@ class Chip(Sourced):
         return peak / self.memory_bandwidth_bytes_per_s if peak else None
 
 
+class ServingEngine(Sourced):
+    """A serving engine (TensorRT-LLM, vLLM, SGLang, ...): what it runs on and the scheduler defaults that
+    cap the batch a plan may assume on it, each sourced. Its efficiency profile, where one is fitted, is
+    planner/data/engine_profiles.json under `profile` (docs/accuracy.md#the-fit)."""
+
+    class MemoryRule(models.TextChoices):
+        OF_TOTAL = "of_total", "fraction of the chip's memory (weights, activations and KV together)"
+        OF_FREE = "of_free", "fraction of what the weights and activations leave, for the KV cache"
+
+    slug = models.CharField(max_length=80, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=120, unique=True)
+    project_url = models.URLField(max_length=300)
+    versions = models.CharField(max_length=200, blank=True, default="", help_text="Releases the recorded defaults and measurements are from.")
+    chip_kinds = models.JSONField(default=list, help_text="Chip kinds it serves on (gpu, tpu, cpu, ...).")
+    chip_vendors = models.JSONField(default=list, blank=True, help_text="Chip vendors it serves on; empty: any.")
+    weight_dtypes = models.JSONField(default=list, help_text="Weight dtypes it serves.")
+    kv_memory_rule = models.CharField(max_length=8, choices=MemoryRule.choices)
+    kv_memory_fraction = models.FloatField(help_text="The default fraction the memory rule applies.")
+    max_batch_sequences = models.PositiveIntegerField(null=True, blank=True, help_text="Default cap on sequences running at once; null: none fixed.")
+    prefill_token_budget = models.PositiveIntegerField(null=True, blank=True, help_text="Default prompt tokens per step; null: none fixed.")
+    profile = models.CharField(max_length=80, blank=True, default="", help_text="Its fitted efficiency profile's name, if one is fitted.")
+    aliases = models.JSONField(default=list, blank=True, help_text="Other names (e.g. AIConfigurator's backend names trtllm, sglang, vllm).")
+    history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(kv_memory_fraction__gt=0) & models.Q(kv_memory_fraction__lte=1),
+                                   name="engine_kv_memory_fraction_in_0_1"),
+        ]  # fmt: skip
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        errors = {}
+        for name in ("chip_kinds", "weight_dtypes", "chip_vendors", "aliases"):
+            value = getattr(self, name)
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                errors[name] = "A list of non-empty strings."
+        if not errors.get("chip_kinds") and not self.chip_kinds:
+            errors["chip_kinds"] = "At least one chip kind."
+        unknown = sorted(set(self.chip_kinds if isinstance(self.chip_kinds, list) else []) - set(Chip.Kind.values))
+        if unknown:
+            errors["chip_kinds"] = f"Unknown chip kinds: {', '.join(unknown)}."
+        self._check(errors)
+
+
 class Offering(models.Model):
     class PricingModel(models.TextChoices):
         ON_DEMAND = "on_demand", "On demand"

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
 from hwcatalog.importers.huggingface import ConfigError, fields_from_hf_config
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -83,12 +83,14 @@ def _normalise(row: dict[str, Any], path: Path) -> dict[str, Any]:
 
 @transaction.atomic
 def catalog_load(*, data_dir: Path = DATA_DIR) -> LoadReport:
-    """Upsert every chip, model and offering of the data files by slug. All or nothing."""
+    """Upsert every chip, model, serving engine and offering of the data files by slug. All or nothing."""
     report = LoadReport()
     for path, row in _read_rows(data_dir / "chips"):
         _upsert(Chip, row["slug"], _normalise(row, path), report, f"chip {row['slug']}")
     for path, row in _read_rows(data_dir / "models"):
         _upsert(ModelArch, row["slug"], _normalise(row, path), report, f"model {row['slug']}")
+    for path, row in _read_rows(data_dir / "engines"):
+        _upsert(ServingEngine, row["slug"], _normalise(row, path), report, f"serving engine {row['slug']}")
     chips = {c.slug: c for c in Chip.objects.all()}
     for path, row in _read_rows(data_dir / "offerings"):
         values = _normalise(row, path)

@@ -13,7 +13,7 @@ MAX_DIM = 1_000_000
 MAX_LAYERS = 10_000
 MAX_BYTES = 1e16
 MAX_FLOPS = 1e19
-MAX_BANDWIDTH = 1e16
+MAX_BANDWIDTH = 1e17  # a wafer-scale chip's SRAM streams ~2e16 B/s (Cerebras WSE-3: 21 PB/s)
 
 Errors = dict[str, str]
 

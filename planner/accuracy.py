@@ -5,6 +5,7 @@ and counted apart; it is never dropped silently."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,8 @@ class _Silicon:
         with csv_path.open(newline="") as handle:
             self.measured = read_silicon(handle)
         self.models, self.chips, self.calibration = models, chips, calibration
-        self.specs: dict[tuple[str, str], Any] = {}
+        self.specs: dict[tuple[str, str, str], Any] = {}
+        self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
 
     def predict(self, *, profiles=None, only: set[str] | None = None, shares: bool = False) -> tuple[list[dict], list[dict]]:
         """Every row (or those in `only`) predicted, under `profiles` where given; with shares, each
@@ -106,10 +108,11 @@ class _Silicon:
                 for metric in SILICON_METRICS:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"})
                 continue
-            key = (model.slug, chip.slug)
-            if key not in self.specs:
-                self.specs[key] = (catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
             engine = ENGINE_NAMES.get(row.engine, row.engine)
+            key = (model.slug, chip.slug, engine)
+            if key not in self.specs:
+                chip_spec = dataclasses.replace(catalog_specs.chip_spec(chip), scheduler=self.schedulers.get(engine))
+                self.specs[key] = (catalog_specs.model_spec(model), chip_spec)
             profile = profile_for(profiles, engine) if profiles else None
             source = f"fitted serving-engine profile ({engine if engine in (profiles or {}) else 'pooled'})" if profile else None
             kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None}

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from hwcatalog import architecture
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
-from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec
+from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
 from planner.models import Calibration
 
 
@@ -51,6 +51,25 @@ def chip_spec(chip: Chip) -> ChipSpec:
         chips_per_node=chip.chips_per_node,
         tdp_watts=chip.tdp_watts,
     )
+
+
+def scheduler_spec(engine: ServingEngine) -> Scheduler:
+    return Scheduler(
+        engine=engine.name, kv_memory_fraction=engine.kv_memory_fraction, kv_memory_of_free=engine.kv_memory_rule == ServingEngine.MemoryRule.OF_FREE,
+        max_batch_sequences=engine.max_batch_sequences, prefill_token_budget=engine.prefill_token_budget,
+    )  # fmt: skip
+
+
+def engine_schedulers() -> dict[str, Scheduler]:
+    """Each catalog serving engine's scheduler defaults, by the name of its fitted profile (and by its own
+    name, slug and aliases)."""
+    out: dict[str, Scheduler] = {}
+    for engine in ServingEngine.objects.all():
+        spec = scheduler_spec(engine)
+        for name in (engine.profile, engine.name, engine.slug, *engine.aliases):
+            if name:
+                out.setdefault(name, spec)
+    return out
 
 
 def offering_spec(offering: Offering) -> OfferingSpec:

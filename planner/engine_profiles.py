@@ -48,11 +48,12 @@ def profile_label(engine: str) -> str:
     return f"fitted serving-engine profile ({engine})"
 
 
-def engine_variants(chip_specs, chips, calibration, engines):
+def engine_variants(chip_specs, chips, calibration, engines, schedulers=None):
     """The chips a search tries with their serving engines: each chip a profile covers once per engine,
-    under that engine's profile (its factors over the chip's calibrated or default ones, per dtype); every
-    other chip as it is (spec defaults). Returns (chip specs, calibration with the variants' entries)."""
-    profiles = stored_profiles()
+    under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
+    scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers); every other chip as it is
+    (spec defaults). Returns (chip specs, calibration with the variants' entries)."""
+    profiles, schedulers = stored_profiles(), schedulers or {}
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):
         if not (engines and profile_covers(chip)):
@@ -60,7 +61,7 @@ def engine_variants(chip_specs, chips, calibration, engines):
             continue
         for engine in engines:
             slug = variant_slug(spec.slug, engine)
-            specs.append(replace(spec, slug=slug))
+            specs.append(replace(spec, slug=slug, scheduler=schedulers.get(engine)))
             for dtype in DTYPES:
                 base = resolve_efficiency(spec, dtype, calibration=calibration)
                 extended[(slug, dtype)] = replace(base, **profiles[engine].factors(), source=profile_label(engine))

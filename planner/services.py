@@ -137,6 +137,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     chip: Chip = data["chip"]
     model_spec = catalog_specs.model_spec(model)
     chip_spec = catalog_specs.chip_spec(chip)
+    if data.get("serving_engine"):  # its scheduler's memory rule, batch cap and prefill budget
+        chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(data["serving_engine"]))
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     calibration = catalog_specs.calibrations_for([chip.slug])
@@ -270,7 +272,8 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     chip_slugs = [c.slug for c in chips]
     offerings = list(catalog.offerings_for_chips(chip_slugs=chip_slugs))
     calibration = catalog_specs.calibrations_for(chip_slugs)
-    specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines)
+    specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
+                                                  catalog_specs.engine_schedulers())  # fmt: skip
     options = dataclasses.replace(options, calibration=searched_calibration)
     offering_specs: dict[str, list] = {}
     for offering in offerings:

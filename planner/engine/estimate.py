@@ -192,7 +192,7 @@ def estimate_admitting(model: ModelSpec, deployment: Deployment, workload: Workl
     if result.fits or held < 1 or held >= batch:
         return result
     admitted = estimate(model, deployment, workload, batch=held, **kwargs)
-    note = f"the KV cache holds {held} of the {batch} sequences asked for; the others wait for a slot"
+    note = f"the KV cache (or the serving engine's batch cap) holds {held} of the {batch} sequences asked for; the others wait for a slot"
     return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
 
 

@@ -21,6 +21,7 @@ from .units import (
     INTER_NODE_BYTES_PER_S,
     INTER_NODE_COLLECTIVE_LATENCY_S,
     PCIE_GEN4_X16_BYTES_PER_S,
+    PREFILL_CHUNK_TOKENS,
 )
 
 
@@ -32,6 +33,9 @@ class ChipTable:
     kind_code: np.ndarray
     memory_bytes: np.ndarray  # where weights and KV live (SRAM for an LPU)
     usable_fraction: np.ndarray
+    kv_memory_of_free: np.ndarray  # bool: the fraction is of what the weights leave (the scheduler's rule)
+    max_batch_sequences: np.ndarray  # per attention replica; inf when the scheduler sets none
+    prefill_token_budget: np.ndarray
     tp_spans_nodes: np.ndarray  # bool: tensor parallelism may exceed a node
     stages_cross_network: np.ndarray  # bool: pipeline stages beyond a node use the NICs
     weights_on_chip_only: np.ndarray  # bool: the chips must hold every weight
@@ -52,7 +56,10 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
     return ChipTable(
         kind_code=np.array([CHIP_KIND_CODE[c.kind] for c in chips], dtype=np.int64),
         memory_bytes=column(lambda c: policy_for(c).weight_home_bytes(c)),
-        usable_fraction=column(lambda c: policy_for(c).usable_memory_fraction),
+        usable_fraction=column(lambda c: c.scheduler.kv_memory_fraction if c.scheduler else policy_for(c).usable_memory_fraction),
+        kv_memory_of_free=np.array([bool(c.scheduler and c.scheduler.kv_memory_of_free) for c in chips], dtype=bool),
+        max_batch_sequences=column(lambda c: (c.scheduler and c.scheduler.max_batch_sequences) or np.inf),
+        prefill_token_budget=column(lambda c: (c.scheduler and c.scheduler.prefill_token_budget) or PREFILL_CHUNK_TOKENS),
         tp_spans_nodes=flag("tensor_parallel_spans_nodes"),
         stages_cross_network=flag("stages_cross_network"),
         weights_on_chip_only=flag("weights_on_chip_only"),
@@ -76,7 +83,12 @@ class CandidateHardware:
     attention_data_parallel: np.ndarray
     replicas: np.ndarray
     batch_per_replica: np.ndarray
-    usable_memory_bytes: np.ndarray
+    usable_memory_bytes: np.ndarray  # what weights, activations and KV may take together
+    memory_capacity_bytes: np.ndarray
+    usable_fraction: np.ndarray
+    kv_memory_of_free: np.ndarray  # bool: the KV cache gets usable_fraction of what the weights leave
+    max_batch_sequences: np.ndarray  # per attention replica (inf: no cap)
+    prefill_token_budget: np.ndarray  # prompt tokens one step prefills
     bandwidth_bytes_per_s: np.ndarray
     peak_flops_per_s: np.ndarray  # of the compute dtype chosen for the weights
     compute_code: np.ndarray
@@ -143,7 +155,13 @@ def candidate_hardware(
         any_attention_dp=bool(np.any(adp > 1)),
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
-        usable_memory_bytes=table.memory_bytes[c] * table.usable_fraction[c],
+        # Under a free-fraction scheduler (TensorRT-LLM) weights may fill the chip; the fraction is the KV's share of the rest.
+        usable_memory_bytes=np.where(table.kv_memory_of_free[c], table.memory_bytes[c], table.memory_bytes[c] * table.usable_fraction[c]),
+        memory_capacity_bytes=table.memory_bytes[c],
+        usable_fraction=table.usable_fraction[c],
+        kv_memory_of_free=table.kv_memory_of_free[c],
+        max_batch_sequences=table.max_batch_sequences[c],
+        prefill_token_budget=table.prefill_token_budget[c],
         bandwidth_bytes_per_s=table.bandwidth_bytes_per_s[c],
         peak_flops_per_s=compute.peak_flops_per_s[c, w],
         compute_code=compute_code,

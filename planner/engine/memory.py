@@ -1,7 +1,9 @@
 """Memory fit per chip: weights, paged KV cache, activation workspace, reserve.
 
 Free memory for KV = usable - weights/(tp*pp) - workspace, usable = 0.9 x
-capacity (vLLM gpu_memory_utilization). KV lives in PagedAttention blocks of 16
+capacity (vLLM gpu_memory_utilization), or, under a serving engine whose scheduler gives the KV
+cache a fraction of what the weights leave (TensorRT-LLM's free_gpu_memory_fraction), that
+fraction of capacity - weights - workspace (specs.Scheduler). KV lives in PagedAttention blocks of 16
 tokens (Kwon et al., SOSP 2023): a sequence of P+G tokens holds ceil((P+G)/16)
 blocks, so at most one block is partly filled.
 """
@@ -71,11 +73,15 @@ def memory_fit(
         footprint.workspace_tokens * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN + footprint.logit_rows * model.vocab_size * LOGIT_BYTES
     ) / hw.tensor_parallel
     # One prefill chunk of activations is reserved up front, as vLLM profiles it.
-    chunk = np.minimum(np.maximum(prompt_tokens, 1.0), PREFILL_CHUNK_TOKENS)
+    chunk = np.minimum(np.maximum(prompt_tokens, 1.0), hw.prefill_token_budget)
     workspace = chunk * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN / hw.tensor_parallel
     per_seq = per_seq_kv + per_seq_extra
-    free = hw.usable_memory_bytes - weights - workspace
-    max_conc = np.where(free > 0, np.floor(free / np.maximum(per_seq, 1e-30)), 0.0) * adp
+    # The scheduler's memory rule: the KV cache gets what weights and activations leave of the usable
+    # memory (vLLM, SGLang), or its fraction of what they leave of the chip (TensorRT-LLM).
+    left = hw.usable_memory_bytes - weights - workspace
+    free = np.where(hw.kv_memory_of_free, hw.usable_fraction * left, left)
+    held = np.where(free > 0, np.floor(free / np.maximum(per_seq, 1e-30)), 0.0)
+    max_conc = np.minimum(held, hw.max_batch_sequences) * adp  # the engine's batch cap, per attention replica
     return MemoryArrays(
         weights_bytes_per_chip=weights,
         kv_bytes_per_sequence_per_chip=per_seq,

@@ -104,8 +104,8 @@ def reason_text(code: int, f: ReasonFacts) -> str:
         return f"prompt + output - 1 = {f.context_tokens} tokens exceeds {f.model_slug}'s context of {f.max_context_tokens}"
     if code == KV_DOESNT_FIT:
         return (
-            f"batch {f.batch} does not fit: the KV cache leaves room for {f.max_concurrency} concurrent sequences "
-            f"on {f.chip_count} x {f.chip_slug} ({layout}); lower the batch or add chips"
+            f"batch {f.batch} does not fit: the KV cache (or the serving engine's batch cap) leaves room for "
+            f"{f.max_concurrency} concurrent sequences on {f.chip_count} x {f.chip_slug} ({layout}); lower the batch or add chips"
         )
     if code == OVERLOADED:
         return f"prefill alone cannot keep up with {f.request_rate_per_s:g} requests/s on {f.chip_count} x {f.chip_slug}"

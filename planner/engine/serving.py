@@ -185,6 +185,7 @@ def serving_metrics(
     attention_data_parallel: np.ndarray | float = 1.0,
     request_overhead_s: np.ndarray | float = 0.0,
     in_step_share: float = 0.0,
+    prefill_token_budget: np.ndarray | float = PREFILL_CHUNK_TOKENS,
 ) -> ServingArrays:
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
@@ -232,7 +233,7 @@ def serving_metrics(
             # The wave: a replica prefills its b prompts in chunks of the engine's prefill token budget,
             # and a prompt's first token comes when its chunk is done, on average (n + 1) / 2n of the
             # wave's prefill.
-            chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / PREFILL_CHUNK_TOKENS), 1.0)
+            chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / prefill_token_budget), 1.0)
             wave = np.maximum(batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks) - prefill_one, 0.0)
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
         wait = in_step_wait_s(steady, wave, in_step_share) + admission

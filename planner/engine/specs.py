@@ -20,8 +20,38 @@ PRICING_MODELS = ("on_demand", "reserved", "spot", "purchase")
 
 
 @dataclass(frozen=True, kw_only=True)
+class Scheduler:
+    """A serving engine's scheduler defaults, as the catalog records them (hwcatalog ServingEngine), each
+    sourced there: what caps the batch a configuration may assume on it.
+
+    kv_memory_fraction: of the chip's memory (kv_memory_of_free False: vLLM's gpu_memory_utilization, what
+        weights, activations and the KV cache may take together) or of what the weights and activations
+        leave (True: TensorRT-LLM's free_gpu_memory_fraction, the KV cache's share of the rest).
+    max_batch_sequences: the most sequences one engine instance (an attention replica) runs at once.
+    prefill_token_budget: the most prompt tokens one step prefills (vLLM's max_num_batched_tokens,
+        TensorRT-LLM's max_num_tokens, SGLang's chunked_prefill_size).
+    """
+
+    engine: str
+    kv_memory_fraction: float
+    kv_memory_of_free: bool = False
+    max_batch_sequences: int | None = None
+    prefill_token_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.kv_memory_fraction <= 1.0:
+            raise ValueError(f"{self.engine}: kv_memory_fraction must be in (0, 1]")
+        for name in ("max_batch_sequences", "prefill_token_budget"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{self.engine}: {name} must be >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChipSpec:
-    """One accelerator (a GPU, TPU or LPU chip, or one CPU socket)."""
+    """One accelerator (a GPU, TPU or LPU chip, or one CPU socket); `scheduler`, when set, is the
+    serving engine it runs under (its memory rule, batch cap and prefill budget replace the chip
+    kind's defaults)."""
 
     slug: str
     kind: str
@@ -35,6 +65,7 @@ class ChipSpec:
     link_latency_s: float | None = None
     chips_per_node: int | None = None
     tdp_watts: float | None = None
+    scheduler: Scheduler | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in CHIP_KINDS:

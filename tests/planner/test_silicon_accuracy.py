@@ -83,7 +83,7 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     call_command("accuracy", str(DEV), "--cv", "--json")
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["total"] == 5368
-    assert report["summary"]["count"] >= 5250  # the rest are named with their reason
+    assert report["summary"]["count"] >= 5266  # the rest are named with their reason
     assert len(report["rows"]) + len(report["unpredicted"]) == 5368
     cv = {group: stats["by_metric"] for group, stats in report["cv"].items()}
     for group in ("engine", "chip", "model family"):
