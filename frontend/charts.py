@@ -112,7 +112,21 @@ def chart_row(row: Mapping[str, Any], rank: int | None) -> dict[str, Any]:
         "prefill_bound": (row.get("prefill") or {}).get("bound"),
         "decode_bound": (row.get("decode") or {}).get("bound"),
         "memory": memory_breakdown(row.get("memory") or {}),
+        "intervals": interval_ranges(row.get("intervals") or {}),
     }
+
+
+CHARTED_INTERVALS = ("usd_per_million_output_tokens", "ttft_s", "tpot_s")
+
+
+def interval_ranges(intervals: Mapping[str, Any]) -> dict[str, list[float]]:
+    """The 80% range [low, high] of each charted figure that has one (the cost-latency chart's error bars)."""
+    out = {}
+    for figure in CHARTED_INTERVALS:
+        band = intervals.get(figure) or {}
+        if band.get("low") is not None and band.get("high") is not None:
+            out[figure] = [band["low"], band["high"]]
+    return out
 
 
 def plan_chart_data(results: Mapping[str, Any], snapshot: Mapping[str, Any]) -> dict[str, Any]:

@@ -114,6 +114,10 @@ def test_plan_form_to_results_with_charts_and_row_selection(signed_in_page):
     page.wait_for_function("() => window.hwCharts && window.hwCharts.roofline && window.hwCharts.memory")
     scatter = page.evaluate(CHART_POINTS, "scatter-chart")
     assert scatter[2] > 10 and scatter[1] >= 1  # feasible points and the Pareto front
+    # Each feasible point carries its 80% ranges of cost and latency, drawn as error bars.
+    bars = page.evaluate("Chart.getChart(document.getElementById('scatter-chart')).data.datasets[2].data"
+                         ".filter(p => 0 < p.yLow && p.yLow < p.yHigh && 0 < p.xLow && p.xLow < p.xHigh).length")
+    assert bars == scatter[2]
     roofline = page.evaluate(CHART_POINTS, "roofline-chart")
     assert len(roofline) >= 4 and roofline[-1] == 1  # roofs + ridges + the operating points
     assert page.evaluate("Chart.getChart(document.getElementById('roofline-chart')).options.scales.x.type") == "logarithmic"

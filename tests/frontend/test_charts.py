@@ -58,5 +58,10 @@ def test_plan_chart_data_has_a_roof_per_chip_and_dtype_and_sorted_pareto_fronts(
     first = data["rows"][0]
     assert first["rank"] == 1 and first["decode"]["x"] > 0 and first["memory"]["usable_bytes"] > 0
     assert f"{first['chip_slug']}/{first['compute_dtype']}" in data["roofs"]
+    # The error bars of the cost-latency chart: each row's 80% ranges of cost, TTFT and TPOT.
+    ranked = chat_plan.results["ranked"][0]["intervals"]
+    assert first["intervals"]["usd_per_million_output_tokens"] == [ranked["usd_per_million_output_tokens"]["low"],
+                                                                   ranked["usd_per_million_output_tokens"]["high"]]  # fmt: skip
+    assert set(first["intervals"]) == {"usd_per_million_output_tokens", "ttft_s", "tpot_s"}
     xs = [p["x"] for p in data["pareto_tpot"]]
     assert xs == sorted(xs) and xs

@@ -12,12 +12,18 @@
   function roofKey(row) { return row ? row.chip_slug + "/" + row.compute_dtype : null; }
   function roofList() { return Object.keys(data.roofs).map(function (k) { return data.roofs[k]; }); }
 
+  // A ranked row as a point with its 80% ranges (error bars): cost up and down, latency left and right.
+  function point(r) {
+    var ranges = r.intervals || {}, cost = ranges.usd_per_million_output_tokens, lat = ranges[latency];
+    return { x: r[latency], y: r.usd_per_million_output_tokens, rank: r.rank,
+             xLow: lat ? lat[0] : null, xHigh: lat ? lat[1] : null, yLow: cost ? cost[0] : null, yHigh: cost ? cost[1] : null };
+  }
+
   function scatterData() {
-    var pts = data.rows.filter(function (r) { return r[latency] && r.usd_per_million_output_tokens !== null; })
-      .map(function (r) { return { x: r[latency], y: r.usd_per_million_output_tokens, rank: r.rank }; });
+    var pts = data.rows.filter(function (r) { return r[latency] && r.usd_per_million_output_tokens !== null; }).map(point);
     var sel = rowByRank(selected);
     return [
-      { label: "Selected", data: sel ? [{ x: sel[latency], y: sel.usd_per_million_output_tokens, rank: sel.rank }] : [],
+      { label: "Selected", data: sel && sel[latency] && sel.usd_per_million_output_tokens !== null ? [point(sel)] : [],
         pointRadius: 8, pointStyle: "star", borderColor: "#b91c1c", backgroundColor: "#b91c1c", borderWidth: 2, order: 0 },
       { label: "Pareto front", data: latency === "tpot_s" ? data.pareto_tpot : data.pareto_ttft, showLine: true,
         borderColor: "#c2410c", backgroundColor: "#c2410c", pointRadius: 3, stepped: false, order: 1 },
@@ -25,12 +31,35 @@
     ];
   }
 
+  // Draws each point's 80% ranges as thin bars under the points (Chart.js has no error-bar type).
+  var errorBars = {
+    id: "errorBars",
+    beforeDatasetsDraw: function (chart) {
+      var x = chart.scales.x, y = chart.scales.y, ctx = chart.ctx;
+      ctx.save();
+      ctx.lineWidth = 1;
+      chart.data.datasets.forEach(function (ds, i) {
+        if (!chart.isDatasetVisible(i) || ds.label === "Pareto front") return;
+        ctx.strokeStyle = ds.label === "Selected" ? "rgba(185,28,28,0.8)" : "rgba(11,92,173,0.22)";
+        ds.data.forEach(function (p) {
+          var px = x.getPixelForValue(p.x), py = y.getPixelForValue(p.y);
+          ctx.beginPath();
+          if (p.yLow > 0 && p.yHigh > 0) { ctx.moveTo(px, y.getPixelForValue(p.yLow)); ctx.lineTo(px, y.getPixelForValue(p.yHigh)); }
+          if (p.xLow > 0 && p.xHigh > 0) { ctx.moveTo(x.getPixelForValue(p.xLow), py); ctx.lineTo(x.getPixelForValue(p.xHigh), py); }
+          ctx.stroke();
+        });
+      });
+      ctx.restore();
+    },
+  };
+
   function drawScatter() {
     var canvas = document.getElementById("scatter-chart");
     if (!canvas) return;
     charts.scatter = new Chart(canvas, {
       type: "scatter",
       data: { datasets: scatterData() },
+      plugins: [errorBars],
       options: {
         responsive: true, maintainAspectRatio: false, animation: false,
         scales: {
@@ -38,7 +67,9 @@
           y: { type: "logarithmic", title: { display: true, text: "$ per 1M output tokens" }, ticks: { callback: function (v) { return hw.fmtUsd(v); }, maxTicksLimit: 8 } },
         },
         plugins: { tooltip: { callbacks: { label: function (c) {
-          var p = c.raw; return (p.rank ? "#" + p.rank + " " : "") + hw.fmtUsd(p.y) + "/1M at " + hw.fmtTime(p.x);
+          var p = c.raw, text = (p.rank ? "#" + p.rank + " " : "") + hw.fmtUsd(p.y) + "/1M at " + hw.fmtTime(p.x);
+          if (p.yLow && p.yHigh) text += " (80%: " + hw.fmtUsd(p.yLow) + "-" + hw.fmtUsd(p.yHigh) + ")";
+          return text;
         } } } },
         onClick: function (evt, elements) {
           var hit = elements.find(function (e) { return charts.scatter.data.datasets[e.datasetIndex].data[e.index].rank; });
