@@ -23,8 +23,8 @@ class PlanAdmin(admin.ModelAdmin):
 
 @admin.register(Calibration)
 class CalibrationAdmin(admin.ModelAdmin):
-    list_display = ["chip_slug", "weight_dtype", "version", "compute_fraction", "bandwidth_fraction", "step_overhead_s", "run_count", "active", "created_at"]
-    list_filter = ["chip_slug", "weight_dtype", "active"]
+    list_display = ["chip_slug", "serving_engine", "weight_dtype", "version", "compute_fraction", "bandwidth_fraction", "step_overhead_s", "run_count", "active", "created_at"]
+    list_filter = ["chip_slug", "serving_engine", "weight_dtype", "active"]
     search_fields = ["chip_slug"]
     readonly_fields = [f.name for f in Calibration._meta.fields]
     actions = ["roll_back_to_this_version"]
@@ -35,5 +35,5 @@ class CalibrationAdmin(admin.ModelAdmin):
     @admin.action(description="Roll back to the selected version (newer versions are deactivated)")
     def roll_back_to_this_version(self, request, queryset) -> None:
         for row in queryset:
-            calibration_rollback(chip_slug=row.chip_slug, weight_dtype=row.weight_dtype, to_version=row.version)
-            self.message_user(request, f"{row.chip_slug}/{row.weight_dtype} now uses v{row.version}.")
+            calibration_rollback(chip_slug=row.chip_slug, weight_dtype=row.weight_dtype, to_version=row.version, serving_engine=row.serving_engine)
+            self.message_user(request, f"{row} is now the one in use.")

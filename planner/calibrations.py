@@ -1,4 +1,4 @@
-"""Calibration services: fit, store (versioned) and roll back efficiency factors per chip and dtype."""
+"""Calibration services: fit, store (versioned) and roll back efficiency factors per chip, serving engine and dtype."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -32,25 +32,31 @@ def observation_from(predicted: dict[str, Any], measured: dict[str, Any], chip: 
 
 
 @transaction.atomic
-def calibration_fit(*, chip: Chip, weight_dtype: str, observations: Sequence[Observation], run_ids: Sequence[str]) -> Calibration:
-    """Least-squares fit over the runs; stored as the next version for (chip, dtype)."""
-    latest = Calibration.objects.select_for_update().filter(chip_slug=chip.slug, weight_dtype=weight_dtype).aggregate(v=Max("version"))["v"]
+def calibration_fit(
+    *, chip: Chip, weight_dtype: str, observations: Sequence[Observation], run_ids: Sequence[str], serving_engine: str = ""
+) -> Calibration:
+    """Least-squares fit over the runs; stored as the next version for (chip, engine, dtype). The runs are
+    the planner's own trials unless `serving_engine` names the engine they were measured under."""
+    latest = Calibration.objects.select_for_update().filter(
+        chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype
+    ).aggregate(v=Max("version"))["v"]
     version = (latest or 0) + 1
     prior = default_efficiency(catalog_specs.chip_spec(chip), weight_dtype)
     fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)")
     # Every factor is stored, fitted or kept from the prior: a calibration never drops one.
     factors = {name: getattr(fit.efficiency, name) for name in FACTORS}
     return Calibration.objects.create(
-        chip_slug=chip.slug, weight_dtype=weight_dtype, version=version, **factors, run_count=fit.runs,
+        chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype, version=version, **factors, run_count=fit.runs,
         fitted_from=[str(r) for r in run_ids], residual_rms=fit.residual_rms_s,
     )  # fmt: skip
 
 
 @transaction.atomic
-def calibration_rollback(*, chip_slug: str, weight_dtype: str, to_version: int) -> Calibration:
-    """Make `to_version` the one in use: newer versions are deactivated, not deleted."""
-    target = Calibration.objects.select_for_update().get(chip_slug=chip_slug, weight_dtype=weight_dtype, version=to_version)
-    Calibration.objects.filter(chip_slug=chip_slug, weight_dtype=weight_dtype, version__gt=to_version).update(active=False)
+def calibration_rollback(*, chip_slug: str, weight_dtype: str, to_version: int, serving_engine: str = "") -> Calibration:
+    """Make `to_version` of (chip, engine, dtype) the one in use: newer versions are deactivated, not deleted."""
+    versions = Calibration.objects.select_for_update().filter(chip_slug=chip_slug, serving_engine=serving_engine, weight_dtype=weight_dtype)
+    target = versions.get(version=to_version)
+    versions.filter(version__gt=to_version).update(active=False)
     if not target.active:
         target.active = True
         target.save(update_fields=["active"])

@@ -85,14 +85,18 @@ def offering_spec(offering: Offering) -> OfferingSpec:
 
 
 def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:
-    """The newest active calibration per (chip, weight dtype), every factor applied. A factor a row
-    lacks (fitted before it was stored) is the chip's spec default for that dtype."""
+    """The newest active calibration per (chip, weight dtype), every factor applied, keyed by the chip's slug
+    (the planner's own trials) or, for runs measured under a serving engine, by the chip's variant slug
+    under that engine ("nvidia-h100-sxm@vLLM", planner/engine_profiles.variant_slug). A factor a row lacks
+    (fitted before it was stored) is the chip's spec default for that dtype."""
+    from planner.engine_profiles import variant_slug
+
     slugs = list(chip_slugs)
     newest: dict[tuple[str, str], Efficiency] = {}
-    rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "weight_dtype", "-version")
+    rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
     chips: dict[str, Chip] | None = None
     for row in rows:
-        key = (row.chip_slug, row.weight_dtype)
+        key = (variant_slug(row.chip_slug, row.serving_engine) if row.serving_engine else row.chip_slug, row.weight_dtype)
         if key in newest:
             continue
         factors = {name: getattr(row, name) for name in FACTORS}

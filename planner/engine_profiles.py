@@ -52,7 +52,9 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None):
     """The chips a search tries with their serving engines: each chip a profile covers once per engine,
     under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
     scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers); every other chip as it is
-    (spec defaults). Returns (chip specs, calibration with the variants' entries)."""
+    (spec defaults). A calibration measured under the engine on that chip (keyed by the variant's slug:
+    catalog_specs.calibrations_for) speaks for it over the profile. Returns (chip specs, calibration with
+    the variants' entries)."""
     profiles, schedulers = stored_profiles(), schedulers or {}
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):
@@ -63,6 +65,8 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None):
             slug = variant_slug(spec.slug, engine)
             specs.append(replace(spec, slug=slug, scheduler=schedulers.get(engine)))
             for dtype in DTYPES:
+                if (slug, dtype) in calibration or (slug, "*") in calibration:
+                    continue  # measured under this engine on this chip: resolve_efficiency finds it by the variant's slug
                 base = resolve_efficiency(spec, dtype, calibration=calibration)
                 extended[(slug, dtype)] = replace(base, **profiles[engine].factors(), source=profile_label(engine))
     return specs, extended

@@ -47,11 +47,16 @@ class PlanImmutable(Exception):
 
 
 class Calibration(models.Model):
-    """Efficiency factors fitted from measured runs for one chip and weight dtype.
+    """Efficiency factors fitted from measured runs for one chip, serving engine and weight dtype.
 
-    Versioned: each fit is a new row; the planner uses the newest active one."""
+    Versioned per (chip, engine, dtype): each fit is a new row; the planner uses the newest active one.
+    An empty serving_engine is the planner's own trials (the workers' PyTorch runs): it speaks for the
+    chip when no engine is named. A named engine's calibration speaks for that chip under that engine,
+    over the engine's fitted profile (planner/engine_profiles.py)."""
 
     chip_slug = models.CharField(max_length=80)
+    serving_engine = models.CharField(max_length=80, blank=True, default="",
+                                      help_text="The serving engine the runs were measured under; empty: the planner's own trials.")
     weight_dtype = models.CharField(max_length=8, help_text='A dtype, or "*" for all dtypes of the chip.')
     version = models.PositiveIntegerField()
     compute_fraction = models.FloatField()
@@ -70,9 +75,9 @@ class Calibration(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["chip_slug", "weight_dtype", "-version"]
+        ordering = ["chip_slug", "serving_engine", "weight_dtype", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["chip_slug", "weight_dtype", "version"], name="calibration_version_unique"),
+            models.UniqueConstraint(fields=["chip_slug", "serving_engine", "weight_dtype", "version"], name="calibration_engine_version_unique"),
             models.CheckConstraint(
                 condition=models.Q(compute_fraction__gt=0, compute_fraction__lte=1, bandwidth_fraction__gt=0, bandwidth_fraction__lte=1),
                 name="calibration_fractions_in_range",
@@ -80,8 +85,10 @@ class Calibration(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.chip_slug}/{self.weight_dtype} v{self.version}"
+        engine = f"@{self.serving_engine}" if self.serving_engine else ""
+        return f"{self.chip_slug}{engine}/{self.weight_dtype} v{self.version}"
 
     @property
     def label(self) -> str:
-        return f"calibration v{self.version} ({self.run_count} runs)"
+        engine = f", {self.serving_engine}" if self.serving_engine else ""
+        return f"calibration v{self.version} ({self.run_count} runs{engine})"

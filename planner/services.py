@@ -28,7 +28,15 @@ from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
-from planner.engine_profiles import engine_variants, profile_covers, profile_label, serving_engines, split_variant, stored_profiles
+from planner.engine_profiles import (
+    engine_variants,
+    profile_covers,
+    profile_label,
+    serving_engines,
+    split_variant,
+    stored_profiles,
+    variant_slug,
+)
 from planner.models import Plan
 
 # A plan evaluates at most this many candidate configurations; more is refused up front
@@ -137,11 +145,17 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     chip: Chip = data["chip"]
     model_spec = catalog_specs.model_spec(model)
     chip_spec = catalog_specs.chip_spec(chip)
-    if data.get("serving_engine"):  # its scheduler's memory rule, batch cap and prefill budget
-        chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(data["serving_engine"]))
+    engine = data.get("serving_engine")
+    calibration = catalog_specs.calibrations_for([chip.slug])
+    # Runs measured under the engine on this chip (a calibration keyed by the chip's variant slug) speak
+    # for it over the engine's fitted profile.
+    engine_calibrated = bool(engine) and any((variant_slug(chip.slug, engine), d) in calibration for d in (data["weight_dtype"], "*"))
+    if engine:  # its scheduler's memory rule, batch cap and prefill budget
+        chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
+                                        slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
+    profiled_engine = None if engine_calibrated else engine
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
-    calibration = catalog_specs.calibrations_for([chip.slug])
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
     batch = data.get("batch") or workload.concurrency or 1
 
@@ -151,7 +165,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
             attention_data_parallel=data["attention_data_parallel"], weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
         return evaluate_deployment(
-            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency"), data.get("serving_engine")),
+            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency"), profiled_engine),
             calibration=calibration, disaggregated=data["disaggregated"],
         )  # fmt: skip
 
@@ -173,13 +187,13 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     ]  # fmt: skip
     costs.sort(key=lambda c: c["usd_per_million_output_tokens"] if c["usd_per_million_output_tokens"] is not None else math.inf)
     out = json_safe(result)
+    out["chip_slug"] = chip.slug  # not the variant's
     out["tensor_parallel_chosen"] = "auto" if data["tensor_parallel"] == "auto" else "given"
     out["costs"] = costs
     out["cost"] = costs[0] if costs else None
     out["chip_kind"] = chip.kind
-    engine = data.get("serving_engine")
     out["serving_engine"] = engine
-    out["efficiency_source"] = _efficiency_label(engine, bool(data.get("efficiency"))) or out["efficiency_source"]
+    out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
     out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine))
     return out
@@ -231,7 +245,10 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = F
     # A chip under a serving engine's profile is searched as a variant ("nvidia-h100-sxm@vLLM").
     row["chip_slug"], serving_engine = split_variant(est.chip_slug)
     row["serving_engine"] = serving_engine
-    efficiency_label = _efficiency_label(serving_engine, overridden)
+    # Under an engine's fitted profile the row says so (with overrides, if any); a calibration measured
+    # under the engine on that chip keeps its own label.
+    profiled = serving_engine is not None and not str(est.efficiency_source).startswith("calibration")
+    efficiency_label = _efficiency_label(serving_engine, overridden) if profiled else None
     offering = result.offering_of(int(i))
     row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))

@@ -84,3 +84,46 @@ def test_an_empty_override_is_a_400_and_the_engine_refuses_unknown_factors(catal
     chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-a100-sxm-80gb"))
     with pytest.raises(ValueError, match="unknown efficiency factors: \\['speed'\\]"):
         resolve_efficiency(chip, "bf16", override={"speed": 2.0})
+
+
+def _slow_vllm_calibration(chip_slug: str = "nvidia-h100-sxm") -> Calibration:
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug=chip_slug))
+    factors = {name: getattr(default_efficiency(chip, "bf16"), name) for name in FACTORS}
+    return Calibration.objects.create(chip_slug=chip_slug, serving_engine="vLLM", weight_dtype="bf16", version=1, run_count=3,
+                                      **{**factors, "bandwidth_fraction": 0.3})  # fmt: skip
+
+
+def test_a_calibration_measured_under_an_engine_speaks_for_that_engine_only(catalog, anonymous_client):
+    body = {**ESTIMATE, "chip": "nvidia-h100-sxm"}
+    bare, profiled = _estimate(anonymous_client, chip="nvidia-h100-sxm"), _estimate(anonymous_client, chip="nvidia-h100-sxm", serving_engine="vLLM")
+    _slow_vllm_calibration()
+    calibrated = _estimate(anonymous_client, chip="nvidia-h100-sxm", serving_engine="vLLM")
+    assert calibrated["efficiency_source"] == "calibration v1 (3 runs, vLLM)" and calibrated["chip_slug"] == body["chip"]
+    assert calibrated["tpot_s"] > profiled["tpot_s"]  # its 0.3 of peak bandwidth, over the engine's fitted 0.6
+    # Without the engine, and under another engine, nothing changed.
+    assert _numbers(_estimate(anonymous_client, chip="nvidia-h100-sxm")) == _numbers(bare)
+    assert _estimate(anonymous_client, chip="nvidia-h100-sxm", serving_engine="SGLang")["efficiency_source"].startswith("fitted")
+
+
+def test_a_plan_row_under_an_engine_uses_that_engines_calibration(catalog, token_client):
+    _slow_vllm_calibration()
+    plan = token_client.post("/api/v1/plans/", {"model": "llama-3.1-8b", "workload": {"prompt_tokens": 512, "output_tokens": 128},
+                                                "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 1, "weight_dtypes": ["bf16"]},
+                                                "serving_engine": "vLLM"}, format="json")  # fmt: skip
+    assert plan.status_code == 201, plan.json()
+    rows = plan.json()["results"]["ranked"]
+    assert rows and {r["efficiency_source"] for r in rows} == {"calibration v1 (3 runs, vLLM)"}
+
+
+def test_calibration_versions_count_per_chip_engine_and_dtype(catalog):
+    from planner.calibrations import calibration_fit, calibration_rollback
+    from planner.engine.calibration import Observation
+
+    chip_row = Chip.objects.get(slug="nvidia-h100-sxm")
+    observation = Observation(decode_bytes=16e9, decode_flops=16e9, tpot_s=0.007, prefill_bytes=16e9, prefill_flops=1.6e13,
+                              ttft_s=0.03, peak_flops_per_s=989e12, bandwidth_bytes_per_s=3.35e12)  # fmt: skip
+    own = calibration_fit(chip=chip_row, weight_dtype="bf16", observations=[observation], run_ids=["a"])
+    vllm = [calibration_fit(chip=chip_row, weight_dtype="bf16", observations=[observation], run_ids=[r], serving_engine="vLLM") for r in "bc"]
+    assert (own.version, own.serving_engine) == (1, "") and [v.version for v in vllm] == [1, 2]
+    calibration_rollback(chip_slug="nvidia-h100-sxm", weight_dtype="bf16", to_version=1, serving_engine="vLLM")
+    assert not Calibration.objects.get(pk=vllm[1].pk).active and Calibration.objects.get(pk=own.pk).active
