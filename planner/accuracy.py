@@ -14,7 +14,18 @@ from planner import catalog_specs
 from planner.engine import absolute_percentage_error, predict_metric, predict_row, read_measurements, summarize
 import numpy as np
 
-from planner.engine.efficiency import resolve_efficiency
+from planner.engine.efficiency import default_efficiency, resolve_efficiency
+from planner.engine.family_fit import (
+    FAMILY_PARAMETERS,
+    FITTED_METRICS,
+    FamilyParts,
+    family_of,
+    fit_families,
+    fitted_family,
+    load_family_profiles,
+    median_ape,
+    save_family_profiles,
+)
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
 from planner.engine_profiles import ENGINE_PROFILES
@@ -52,21 +63,35 @@ def accuracy_report(
         fit = fit or bool(profiles_out)
         stored = load_profiles(ENGINE_PROFILES)[0] if use_calibration and not (fit or cv) else None
         return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv, stored=stored, profiles_out=profiles_out)
-    if fit or cv or profiles_out:
-        raise ValueError("--fit and --cv work on the silicon layout (TTFT and TPOT at a closed-loop concurrency) for now")
     with csv_path.open(newline="") as handle:
         measured = read_measurements(handle)
+    if fit or cv or profiles_out:
+        return _csv_fit_report(csv_path, measured, models, chips, cv=cv, profiles_out=profiles_out)
+    rows, unpredicted = _csv_predict(measured, models, chips, calibration)
+    rows = _strip(rows)
+    report = {"rows": rows, "unpredicted": unpredicted, "summary": {**summarize(rows), "unpredicted": len(unpredicted), "total": len(measured)}}
+    if use_calibration and catalog_specs.stored_family_profiles():
+        report["profiles_used"] = load_family_profiles(catalog_specs.FAMILY_PROFILES)[1]
+    return report
+
+
+def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, only: set[str] | None = None) -> tuple[list[dict], list[dict]]:
+    """Every row of this project's CSV format (or those in `only`) predicted under `calibration`; with parts,
+    each value also carries what family_fit.surrogate rescales."""
     rows, unpredicted = [], []
     for row in measured:
+        if only is not None and row.id not in only:
+            continue
         draft_slug = row.decoding_params.get("draft_model")
         missing = [s for s in (row.model, draft_slug) if s and s not in models] + ([row.chip] if row.chip not in chips else [])
         if missing:
             unpredicted.append({"id": row.id, "reason": f"unknown catalog slug(s): {', '.join(missing)}"})
             continue
         chip = chips[row.chip]
+        chip_spec = catalog_specs.chip_spec(chip)
         try:
             est = predict_row(
-                row, catalog_specs.model_spec(models[row.model]), catalog_specs.chip_spec(chip),
+                row, catalog_specs.model_spec(models[row.model]), chip_spec,
                 draft=catalog_specs.model_spec(models[draft_slug]) if draft_slug else None, calibration=calibration,
             )  # fmt: skip
             predicted = predict_metric(row.metric, est)
@@ -81,8 +106,103 @@ def accuracy_report(
             "measured": row.value, "predicted": predicted, "ape": absolute_percentage_error(predicted, row.value),
             "engine": row.engine, "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
             "batch": est.batch, "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
-        })  # fmt: skip
-    return {"rows": rows, "unpredicted": unpredicted, "summary": {**summarize(rows), "unpredicted": len(unpredicted), "total": len(measured)}}
+            "family": family_of(chip.vendor, chip.kind),
+            "_fittable": fitted_family(chip.vendor, chip.kind) and row.decoding == "ar" and row.metric in FITTED_METRICS,
+        } | ({"_parts": _family_parts(est, predicted, chip_spec)} if parts else {}))  # fmt: skip
+    return rows, unpredicted
+
+
+def _family_parts(est, predicted: float, chip_spec) -> dict[str, float]:
+    used, bf16 = resolve_efficiency(chip_spec, est.weight_dtype), default_efficiency(chip_spec, "bf16")
+    d, p = est.decode, est.prefill
+    total = est.output_tokens_per_s_total
+    return {
+        "predicted": predicted, "compute_fraction0": used.compute_fraction, "bandwidth_fraction0": used.bandwidth_fraction,
+        "step_overhead0": used.step_overhead_s, "compute_fraction_bf16_0": bf16.compute_fraction,
+        "bandwidth_fraction_bf16_0": bf16.bandwidth_fraction, "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
+        "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
+        "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,
+        "decode_s": d.time_s, "prefill_s": p.time_s, "cycle_s": est.batch / total if total else d.time_s,
+    }  # fmt: skip
+
+
+def _strip(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+
+CSV_CV_GROUPS = (("chip", "chip"), ("engine", "engine"))
+
+
+def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measured, models, chips) -> dict:
+    """Family profiles fitted to the values in `mask`, each told whether it transfers to the family's other chips:
+    with each of its chips held out in turn, the profile fitted on the rest predicts the held-out chip's values
+    with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers)."""
+    profiles = fit_families(parts.take(mask), families[mask], chip_slugs[mask], fittable[mask])
+    for family, profile in profiles.items():
+        if len(profile.chips) < 2:
+            continue
+        held, spec, measured_values = [], [], []
+        for chip in profile.chips:
+            inner = mask & (chip_slugs != chip)
+            fold = fit_families(parts.take(inner), families[inner], chip_slugs[inner], fittable[inner]).get(family)
+            ids = {r["id"] for r, m in zip(rows, mask & (chip_slugs == chip)) if m}
+            if fold is None or not ids:
+                continue
+            forced = {family: dataclasses.replace(fold, transfers=True)}
+            predicted, _ = _csv_predict(measured, models, chips, catalog_specs.family_calibration(chips.values(), forced), only=ids)
+            by_id = {(r["id"], r["metric"]): r["predicted"] for r in predicted}
+            for r in rows:
+                if r["id"] in ids and (r["id"], r["metric"]) in by_id:
+                    held.append(by_id[(r["id"], r["metric"])])
+                    spec.append(r["predicted"])
+                    measured_values.append(r["measured"])
+        truth = np.array(measured_values, dtype=float)
+        transfers = bool(held) and median_ape(np.array(held), truth) < median_ape(np.array(spec), truth)
+        profiles[family] = dataclasses.replace(profile, transfers=transfers)
+    return profiles
+
+
+def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profiles_out: Path | None) -> dict[str, Any]:
+    """Chip-family profiles (family_fit.py) fitted to a CSV file's rows at the spec defaults: the rows
+    predicted with them (in-sample), and with cv each chip and each engine (the publication's stack) held out
+    in turn, fitted on the rest and predicted."""
+    rows, unpredicted = _csv_predict(measured, models, chips, {}, parts=True)
+    total = len(measured)
+    spec = {**summarize(_strip(rows)), "unpredicted": len(unpredicted), "total": total}
+    if not rows:
+        return {"rows": [], "unpredicted": unpredicted, "summary": spec}
+    parts = FamilyParts(metric=np.array([r["metric"] for r in rows]), measured=np.array([r["measured"] for r in rows], dtype=float),
+                        **{name: np.array([r["_parts"][name] for r in rows], dtype=float) for name in rows[0]["_parts"]})  # fmt: skip
+    families, chip_slugs = np.array([r["family"] for r in rows]), np.array([r["chip"] for r in rows])
+    fittable = np.array([r["_fittable"] for r in rows])
+
+    def calibration_of(profiles):
+        return catalog_specs.family_calibration(chips.values(), profiles)
+
+    everything = np.ones(len(rows), dtype=bool)
+    profiles = _fit_with_transfer(everything, rows, parts, families, chip_slugs, fittable, measured, models, chips)
+    if profiles_out:
+        save_family_profiles(profiles, profiles_out, source=f"manage.py accuracy {csv_path.name} --profiles-out ({int(fittable.sum())} "
+                             "autoregressive values on chips other than NVIDIA GPUs; planner/engine/family_fit.py, docs/accuracy.md)")  # fmt: skip
+    fitted_rows, fitted_unpredicted = _csv_predict(measured, models, chips, calibration_of(profiles))
+    fitted_rows = _strip(fitted_rows)
+    report = {
+        "rows": fitted_rows, "unpredicted": fitted_unpredicted,
+        "summary": {**summarize(fitted_rows), "unpredicted": len(fitted_unpredicted), "total": total}, "spec_defaults": spec,
+        "fit": {"family_profiles": [{"family": f, **{k: getattr(p, k) for k in FAMILY_PARAMETERS}, "values": p.values, "chips": list(p.chips),
+                                     "transfers": p.transfers}
+                                    for f, p in sorted(profiles.items())]},
+    }  # fmt: skip
+    if cv:
+        report["cv"] = {}
+        for label, key in CSV_CV_GROUPS:
+            held_out = []
+            for _group, mask in cv_folds([r[key] for r in rows]):
+                fold = _fit_with_transfer(~mask, rows, parts, families, chip_slugs, fittable, measured, models, chips)
+                predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
+                held_out += _strip(predicted)
+            report["cv"][label] = summarize(held_out)
+    return report
 
 
 class _Silicon:
@@ -267,13 +387,20 @@ def format_report(report: dict[str, Any]) -> str:
     if "fit" in report:
         d = report["spec_defaults"]
         lines.append(f"spec defaults, nothing fitted: MdAPE {d['mdape']:.1f}%  MAPE {d['mape']:.1f}%  over {d['count']} values")
-        lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
-        for p in report["fit"]["profiles"]:
+        if "family_profiles" in report["fit"]:
+            lines.append("chip-family profiles fitted to this file (planner/engine/family_fit.py; bf16 fractions):")
+        for p in report["fit"].get("family_profiles", []):
+            lines.append(f"  {p['family']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
+                         f"{p['step_overhead_s'] * 1e3:.3f} ms  ({p['values']} values on {', '.join(p['chips'])}; "
+                         f"{'speaks for the family' if p['transfers'] else 'speaks for these chips only'})")  # fmt: skip
+        if "profiles" in report["fit"]:
+            lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
+        for p in report["fit"].get("profiles", []):
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  experts {p['expert_efficiency']:.2f}  "
                          f"in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
-        lines.append(f"predicted with the stored serving-engine profiles (planner/data/engine_profiles.json: {report['profiles_used']})")
+        lines.append(f"predicted with the stored profiles ({report['profiles_used']})")
     intervals = report.get("intervals")
     if intervals:
         cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())

@@ -4,13 +4,17 @@ Also records the values used, so a Plan can store the catalog snapshot it was bu
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
+from planner.engine.family_fit import FamilyProfile, family_of, fitted_family, load_family_profiles
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
+from planner.engine.units import DTYPES
 from planner.models import Calibration
 
 
@@ -84,6 +88,39 @@ def offering_spec(offering: Offering) -> OfferingSpec:
     )
 
 
+FAMILY_PROFILES = Path(__file__).resolve().parent / "data" / "chip_family_profiles.json"
+
+
+@functools.lru_cache(maxsize=1)
+def stored_family_profiles() -> dict[str, FamilyProfile]:
+    """The chip-family profiles fitted to published measurements (`manage.py accuracy
+    benchmarks/measurements/other_chips.csv --profiles-out planner/data/chip_family_profiles.json`)."""
+    return load_family_profiles(FAMILY_PROFILES)[0]
+
+
+def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]) -> dict[tuple[str, str], Efficiency]:
+    """Each chip a fitted family profile speaks for (the chips it was fitted on; the family's other chips where
+    it transfers) at that profile, per weight dtype: the fitted bf16 fractions with
+    the dtype's scale on top (efficiency.default_efficiency), the fitted step overhead, the rest the chip's
+    spec defaults."""
+    out: dict[tuple[str, str], Efficiency] = {}
+    for chip in chips:
+        family = family_of(chip.vendor, chip.kind)
+        profile = profiles.get(family) if fitted_family(chip.vendor, chip.kind) else None
+        if profile is None or not profile.speaks_for(chip.slug):
+            continue
+        spec = chip_spec(chip)
+        bf16 = default_efficiency(spec, "bf16")
+        for dtype in DTYPES:
+            base = default_efficiency(spec, dtype)
+            out[(chip.slug, dtype)] = dataclasses.replace(
+                base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
+                bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
+                step_overhead_s=profile.step_overhead_s, source=f"fitted chip-family profile ({family}: {profile.label})",
+            )  # fmt: skip
+    return out
+
+
 def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:
     """The newest active calibration per (chip, weight dtype), every factor applied, keyed by the chip's slug
     (the planner's own trials) or, for runs measured under a serving engine, by the chip's variant slug
@@ -95,7 +132,10 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     newest: dict[tuple[str, str], Efficiency] = {}
     rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
     chips: dict[str, Chip] | None = None
+    calibrated: set[str] = set()
     for row in rows:
+        if not row.serving_engine:
+            calibrated.add(row.chip_slug)
         key = (variant_slug(row.chip_slug, row.serving_engine) if row.serving_engine else row.chip_slug, row.weight_dtype)
         if key in newest:
             continue
@@ -107,6 +147,11 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
             default = default_efficiency(chip_spec(chip), dtype) if chip else Efficiency(**{k: v for k, v in factors.items() if v is not None})
             factors = {name: getattr(default, name) if value is None else value for name, value in factors.items()}
         newest[key] = Efficiency(**factors, source=row.label)
+    # A chip of a family fitted to published measurements, with no calibration of its own, takes the family's profile.
+    profiles = stored_family_profiles()
+    if profiles:
+        uncalibrated = Chip.objects.filter(slug__in=[s for s in slugs if s not in calibrated])
+        newest.update(family_calibration(uncalibrated, profiles))
     return newest
 
 

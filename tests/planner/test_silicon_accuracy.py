@@ -57,11 +57,12 @@ def test_cv_fits_engine_profiles_and_holds_out_each_engine_chip_and_model_family
     assert report["spec_defaults"]["count"] == report["summary"]["count"]
 
 
-def test_fit_and_cv_refuse_the_csv_format_for_now(catalog):
-    from django.core.management import CommandError
-
-    with pytest.raises(CommandError, match="silicon layout"):
-        call_command("accuracy", str(SAMPLE.parent / "measured_dev.csv"), "--cv")
+def test_cv_on_this_projects_format_holds_out_each_chip_and_engine(catalog, capsys):
+    call_command("accuracy", str(SAMPLE.parent / "measured_dev.csv"), "--cv", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert set(report["cv"]) == {"chip", "engine"}
+    assert all(stats["count"] == report["summary"]["count"] for stats in report["cv"].values())
+    assert "spec_defaults" in report and "family_profiles" in report["fit"]
 
 
 def test_intervals_are_checked_for_coverage_with_each_group_held_out(catalog, capsys):

@@ -15,10 +15,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("csv", type=Path)
         parser.add_argument("--json", action="store_true", dest="as_json")
-        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations and serving-engine profiles.")
-        parser.add_argument("--fit", action="store_true", help="Fit serving-engine profiles to this file and predict with them (in-sample).")
-        parser.add_argument("--cv", action="store_true", help="Also hold out each engine, chip and model family in turn (cross-validated).")
-        parser.add_argument("--profiles-out", type=Path, help="Fit serving-engine profiles to this silicon file and write them to this JSON file.")
+        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations, serving-engine and chip-family profiles.")
+        parser.add_argument("--fit", action="store_true", help="Fit profiles to this file (serving-engine profiles to a silicon file, chip-family "
+                            "profiles to this project's format) and predict with them (in-sample).")
+        parser.add_argument("--cv", action="store_true", help="Also hold out each group in turn (silicon: engine, chip, model family; "
+                            "this project's format: chip, engine) (cross-validated).")
+        parser.add_argument("--profiles-out", type=Path, help="Fit the profiles to this file and write them to this JSON file.")
         parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
 
     def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, **options):

@@ -1,0 +1,155 @@
+"""Chip-family profiles: the efficiency a chip family reaches in published measurements, fitted to
+this project's CSV format (benchmarks/measurements/other_chips.csv; docs/accuracy.md#chip-family-profiles).
+
+A chip family is a vendor's chips of one kind ("AMD gpu", "Intel other" for Gaudi, "Intel cpu"). Three
+physically meaningful parameters per family, no more:
+- compute_fraction: the share of the dense peak its prefill GEMMs reach;
+- bandwidth_fraction: the share of peak memory bandwidth its decode steps reach;
+- step_overhead_s: the fixed cost of one forward.
+They are fitted as the bf16 values; a row of another weight dtype keeps the dtype's scale on top
+(efficiency.default_efficiency: weight-only int4 at 0.6 of the bandwidth share, FP8 math at 0.7 of
+the compute share), so a family profile replaces the spec default the way a calibration does.
+Families of NVIDIA GPUs are left to the serving-engine profiles fitted on NVIDIA's own measurements
+(fit.py), and only autoregressive rows are fitted (a speculative or diffusion row's token time is not
+the surrogate's decode step); every row is predicted with the profile.
+
+As in fit.py, SciPy's least_squares minimises a soft-L1 loss of log(predicted / measured) on a surrogate
+that rescales each prediction's own parts; every error reported comes from the real engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+FAMILY_PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s")
+LOWER = np.array([0.02, 0.05, 0.0])
+UPPER = np.array([0.95, 0.95, 0.05])
+# At least this many autoregressive values before a family gets a profile of its own.
+MIN_VALUES = 8
+FITTED_METRICS = frozenset({"ttft_s", "tpot_s", "decode_tokens_per_s_per_user", "output_tokens_per_s"})
+
+
+def family_of(vendor: str, kind: str) -> str:
+    return f"{vendor} {kind}"
+
+
+def fitted_family(vendor: str, kind: str) -> bool:
+    """Whether a family's profile is fitted here (NVIDIA GPUs have the serving-engine profiles)."""
+    return not (vendor.lower() == "nvidia" and kind == "gpu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyProfile:
+    compute_fraction: float  # bf16
+    bandwidth_fraction: float  # bf16
+    step_overhead_s: float
+    values: int  # measured values it was fitted to
+    chips: tuple[str, ...]  # the chips behind them
+    # Whether it speaks for the family's other chips too: holding out each of its chips in turn and fitting
+    # on the rest predicted the held-out chip better than the spec defaults did (at least two chips).
+    transfers: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.values} published measurements on {', '.join(self.chips)}"
+
+    def speaks_for(self, chip_slug: str) -> bool:
+        return chip_slug in self.chips or self.transfers
+
+
+@dataclass(frozen=True, kw_only=True)
+class FamilyParts:
+    """One predicted value split into what the parameters scale, at the factors the engine used.
+    Arrays of one entry per value; `*_bf16_0` are the bf16 spec defaults of the row's chip."""
+
+    metric: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    compute_fraction0: np.ndarray  # the row's dtype's
+    bandwidth_fraction0: np.ndarray
+    step_overhead0: np.ndarray
+    compute_fraction_bf16_0: np.ndarray
+    bandwidth_fraction_bf16_0: np.ndarray
+    decode_compute_s: np.ndarray
+    decode_memory_s: np.ndarray
+    decode_fixed_s: np.ndarray  # communication and overhead other than the step overhead
+    prefill_compute_s: np.ndarray
+    prefill_memory_s: np.ndarray
+    prefill_fixed_s: np.ndarray
+    decode_s: np.ndarray
+    prefill_s: np.ndarray
+    cycle_s: np.ndarray  # a replica's time per token of every sequence: batch / total tokens/s
+
+    def take(self, mask: np.ndarray) -> FamilyParts:
+        return FamilyParts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
+
+    def __len__(self) -> int:
+        return len(self.measured)
+
+
+def surrogate(theta: np.ndarray, p: FamilyParts) -> np.ndarray:
+    """The values the engine would predict at theta (bf16 fractions, the row's dtype scale kept): decode
+    and prefill rescaled; what rides on the prefill (other sequences' prefills in TPOT and throughput, waves
+    in TTFT) scales with it."""
+    compute_fraction, bandwidth_fraction, step_overhead = theta
+    c = p.compute_fraction_bf16_0 / compute_fraction  # = cf0_dtype / (theta x dtype scale)
+    m = p.bandwidth_fraction_bf16_0 / bandwidth_fraction
+
+    def phase(compute, memory, fixed):
+        return np.maximum(compute * c, memory * m) + fixed + step_overhead
+
+    decode = phase(p.decode_compute_s, p.decode_memory_s, p.decode_fixed_s)
+    prefill = phase(p.prefill_compute_s, p.prefill_memory_s, p.prefill_fixed_s)
+    scale = prefill / np.maximum(p.prefill_s, 1e-12)
+    tpot0 = np.where(p.metric == "decode_tokens_per_s_per_user", 1.0 / np.maximum(p.predicted, 1e-30), p.predicted)
+    tpot = decode + (tpot0 - p.decode_s) * scale
+    cycle = decode + (p.cycle_s - p.decode_s) * scale
+    return np.select(
+        [p.metric == "ttft_s", p.metric == "tpot_s", p.metric == "decode_tokens_per_s_per_user", p.metric == "output_tokens_per_s"],
+        [p.predicted * scale, tpot, 1.0 / np.maximum(tpot, 1e-30), p.predicted * p.cycle_s / np.maximum(cycle, 1e-30)],
+        default=p.predicted,
+    )  # fmt: skip
+
+
+def fit_family(p: FamilyParts, chips: Sequence[str]) -> FamilyProfile:
+    start = np.array([float(np.median(p.compute_fraction_bf16_0)), float(np.median(p.bandwidth_fraction_bf16_0)),
+                      float(np.median(p.step_overhead0))])  # fmt: skip
+
+    def residuals(theta):
+        return np.log(np.maximum(surrogate(theta, p), 1e-30) / p.measured)
+
+    result = least_squares(residuals, np.clip(start, LOWER, UPPER), bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.3)
+    return FamilyProfile(**dict(zip(FAMILY_PARAMETERS, (float(v) for v in result.x))), values=len(p), chips=tuple(sorted(set(chips))))
+
+
+def fit_families(p: FamilyParts, families: np.ndarray, chips: np.ndarray, fittable: np.ndarray) -> dict[str, FamilyProfile]:
+    """A profile per family with at least MIN_VALUES fittable values."""
+    out = {}
+    for family in sorted(set(families[fittable].tolist())):
+        mask = fittable & (families == family)
+        if mask.sum() >= MIN_VALUES:
+            out[family] = fit_family(p.take(mask), chips[mask].tolist())
+    return out
+
+
+def save_family_profiles(profiles: dict[str, FamilyProfile], path: Path, *, source: str) -> None:
+    body = {"source": source, "profiles": {family: {**asdict(p), "chips": list(p.chips)} for family, p in sorted(profiles.items())}}
+    path.write_text(json.dumps(body, indent=1) + "\n")
+
+
+def load_family_profiles(path: Path) -> tuple[dict[str, FamilyProfile], str]:
+    """The stored profiles and their source line; ({}, "") when there is no file."""
+    if not path.is_file():
+        return {}, ""
+    body = json.loads(path.read_text())
+    return {family: FamilyProfile(**{**values, "chips": tuple(values["chips"])}) for family, values in body["profiles"].items()}, body["source"]
+
+
+def median_ape(predicted: np.ndarray, measured: np.ndarray) -> float:
+    return float(np.median(np.abs(predicted / measured - 1.0))) if len(measured) else float("nan")

@@ -1,0 +1,98 @@
+"""Chip-family profiles: fitted to the published measurements on chips other than NVIDIA GPUs, cross-validated,
+shipped, and applied only where they speak for a chip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from planner.engine.family_fit import FAMILY_PARAMETERS, FamilyParts, load_family_profiles, surrogate
+
+OTHER_CHIPS = Path(__file__).resolve().parents[2] / "benchmarks" / "measurements" / "other_chips.csv"
+
+
+def test_the_surrogate_at_the_spec_defaults_reproduces_each_prediction():
+    one = {name: np.array([v]) for name, v in dict(
+        compute_fraction0=0.5, bandwidth_fraction0=0.7, step_overhead0=4e-4, compute_fraction_bf16_0=0.5, bandwidth_fraction_bf16_0=0.7,
+        decode_compute_s=1e-4, decode_memory_s=5e-3, decode_fixed_s=1e-3, prefill_compute_s=0.2, prefill_memory_s=0.01,
+        prefill_fixed_s=0.01, decode_s=6.4e-3, prefill_s=0.2104, cycle_s=8e-3).items()}  # fmt: skip
+    for metric, predicted in (("tpot_s", 7e-3), ("ttft_s", 0.25), ("decode_tokens_per_s_per_user", 140.0), ("output_tokens_per_s", 4000.0)):
+        p = FamilyParts(metric=np.array([metric]), measured=np.array([1.0]), predicted=np.array([predicted]), **one)
+        assert surrogate(np.array([0.5, 0.7, 4e-4]), p)[0] == pytest.approx(predicted)
+        # Half the bandwidth: a memory-bound decode step takes twice as long, the token rate falls.
+        slower = surrogate(np.array([0.5, 0.35, 4e-4]), p)[0]
+        assert slower > predicted if metric == "tpot_s" else True
+        assert slower < predicted if metric in ("decode_tokens_per_s_per_user", "output_tokens_per_s") else True
+
+
+def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold(catalog, capsys):
+    """docs/accuracy.md's figures (`manage.py accuracy benchmarks/measurements/other_chips.csv --cv`), with a margin."""
+    call_command("accuracy", str(OTHER_CHIPS), "--cv", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["count"] >= 191 and report["spec_defaults"]["count"] == report["summary"]["count"]
+    assert report["spec_defaults"]["mdape"] <= 34.0
+    assert report["summary"]["mdape"] <= 24.0  # in-sample
+    assert report["cv"]["chip"]["mdape"] <= 34.0 and report["cv"]["engine"]["mdape"] <= 34.0
+    families = {p["family"]: p for p in report["fit"]["family_profiles"]}
+    assert "NVIDIA gpu" not in families  # NVIDIA GPUs have the serving-engine profiles
+    assert all(0.02 <= p["compute_fraction"] <= 0.95 and 0.05 <= p["bandwidth_fraction"] <= 0.95 for p in families.values())
+
+
+def test_the_stored_family_profiles_are_what_the_documented_command_fits(catalog, capsys, tmp_path):
+    from planner.catalog_specs import FAMILY_PROFILES
+
+    out = tmp_path / "families.json"
+    call_command("accuracy", str(OTHER_CHIPS), "--profiles-out", str(out))
+    capsys.readouterr()
+    refitted, source = load_family_profiles(out)
+    stored, _ = load_family_profiles(FAMILY_PROFILES)
+    assert "--profiles-out" in source and set(refitted) == set(stored)
+    for family, profile in stored.items():
+        assert (refitted[family].values, refitted[family].chips, refitted[family].transfers) == (profile.values, profile.chips, profile.transfers)
+        for name in FAMILY_PARAMETERS:
+            assert getattr(refitted[family], name) == pytest.approx(getattr(profile, name), rel=1e-3, abs=1e-6), (family, name)
+
+
+def _source(client, chip: str, **extra) -> str:
+    body = {"model": "llama-3.1-8b", "chip": chip, "prompt_tokens": 512, "output_tokens": 128, "batch": 1, **extra}
+    response = client.post("/api/v1/estimates/", body, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()["efficiency_source"]
+
+
+def test_a_family_profile_speaks_for_its_chips_and_where_it_transfers(catalog, anonymous_client):
+    from planner import catalog_specs
+
+    stored = catalog_specs.stored_family_profiles()
+    amd, apple = stored["AMD gpu"], stored["Apple other"]
+    assert "amd-mi300x" in amd.chips and _source(anonymous_client, "amd-mi300x").startswith("fitted chip-family profile (AMD gpu")
+    # MI325X is not in the data, and the AMD profile rests on one chip: it cannot show that it transfers.
+    assert not amd.transfers and _source(anonymous_client, "amd-mi325x") == "spec defaults"
+    # Apple's holds when each of its chips is held out in turn: it speaks for an Apple chip it was not fitted on.
+    assert apple.transfers and "apple-m4-max" not in apple.chips
+    assert _source(anonymous_client, "apple-m4-max").startswith("fitted chip-family profile (Apple other")
+
+
+def test_a_chips_own_calibration_beats_its_family_profile(catalog, anonymous_client):
+    from hwcatalog.models import Chip
+    from planner import catalog_specs
+    from planner.engine.efficiency import FACTORS, default_efficiency
+    from planner.models import Calibration
+
+    spec = catalog_specs.chip_spec(Chip.objects.get(slug="amd-mi300x"))
+    factors = {name: getattr(default_efficiency(spec, "bf16"), name) for name in FACTORS}
+    Calibration.objects.create(chip_slug="amd-mi300x", weight_dtype="bf16", version=1, run_count=2, **factors)
+    assert _source(anonymous_client, "amd-mi300x") == "calibration v1 (2 runs)"
+
+
+def test_a_profile_that_does_not_transfer_keeps_to_its_chips():
+    from planner.engine.family_fit import FamilyProfile
+
+    profile = FamilyProfile(compute_fraction=0.2, bandwidth_fraction=0.3, step_overhead_s=1e-3, values=10, chips=("a",))
+    assert profile.speaks_for("a") and not profile.speaks_for("b")
+    assert dataclasses.replace(profile, transfers=True).speaks_for("b")
