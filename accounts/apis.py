@@ -1,5 +1,6 @@
 """Each user manages their own API tokens. Listing needs credentials (not public); creating and
-revoking are writes: a write-scoped token or a staff session. Another user's token is a 404."""
+revoking are writes: a write-scoped token or a staff session. Another user's token is a 404.
+A catalog-scoped token is made by staff only (accounts.permissions.may_create_token)."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -7,7 +8,7 @@ from datetime import timedelta
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -15,7 +16,8 @@ from rest_framework.views import APIView
 
 from accounts import selectors, services
 from accounts.models import ApiToken
-from accounts.permissions import WriteTokenOrStaff
+from accounts.permissions import CATALOG_TOKEN_NEEDS_STAFF, WriteTokenOrStaff, may_create_token
+from inputs.serializers import StrictSerializer
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
@@ -40,9 +42,12 @@ class ApiTokenCreatedSerializer(ApiTokenSerializer):
         return self.context["key"]
 
 
-class ApiTokenInputSerializer(serializers.Serializer):
+class ApiTokenInputSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100, help_text="What the token is for.")
-    scope = serializers.ChoiceField(choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ)
+    scope = serializers.ChoiceField(
+        choices=ApiToken.Scope.choices, default=ApiToken.Scope.READ,
+        help_text="read; write (plans, validations, your tokens); catalog (also catalog writes: staff only, 403 otherwise).",
+    )
     expires_in_days = serializers.IntegerField(
         min_value=1, max_value=3650, required=False, allow_null=True, help_text="Days until it expires; none: never."
     )
@@ -69,6 +74,8 @@ class ApiTokenListCreateApi(ListAPIView):
     def post(self, request):
         inputs = ApiTokenInputSerializer(data=request.data)
         inputs.is_valid(raise_exception=True)
+        if not may_create_token(request, scope=inputs.validated_data["scope"]):
+            raise exceptions.PermissionDenied(CATALOG_TOKEN_NEEDS_STAFF)
         days = inputs.validated_data.get("expires_in_days")
         expires_at = timezone.now() + timedelta(days=days) if days else None
         token, key = services.api_token_create(request.user, inputs.validated_data["name"], inputs.validated_data["scope"], expires_at)

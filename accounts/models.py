@@ -1,4 +1,8 @@
-"""API tokens: only a SHA-256 hash of each key is stored; the key is shown once, at creation."""
+"""API tokens: only a SHA-256 hash of each key is stored; the key is shown once, at creation.
+
+Scopes, each including the one before: `read` reads; `write` also stores plans, queues validation
+runs and manages its owner's tokens, runs and plans; `catalog` also writes the shared catalog
+(chips, models, offerings, imports). The catalog is everyone's input, so its scope is separate."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -14,10 +18,11 @@ class ApiToken(models.Model):
     class Scope(models.TextChoices):
         READ = "read", "read-only"
         WRITE = "write", "read-write"
+        CATALOG = "catalog", "read-write, catalog too"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, help_text="What the token is for: a tool, a machine, a person.")
-    scope = models.CharField(max_length=5, choices=Scope.choices)
+    scope = models.CharField(max_length=7, choices=Scope.choices)
     prefix = models.CharField(max_length=12, unique=True, help_text="The public part of the key (hwp_<prefix>_...), to find and name it.")
     key_hash = models.CharField(max_length=64, help_text="SHA-256 (hex) of the key's secret part; the key itself is never stored.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -29,7 +34,9 @@ class ApiToken(models.Model):
     class Meta:
         verbose_name = "API token"
         ordering = ["-created_at", "-id"]
-        constraints = [models.CheckConstraint(condition=models.Q(scope__in=["read", "write"]), name="accounts_apitoken_scope_valid")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(scope__in=["read", "write", "catalog"]), name="accounts_apitoken_scope_valid"),
+        ]
 
     def __str__(self) -> str:
         return f"{KEY_PREFIX}_{self.prefix} ({self.name}, {self.scope})"
@@ -42,4 +49,8 @@ class ApiToken(models.Model):
 
     @property
     def can_write(self) -> bool:
-        return self.scope == self.Scope.WRITE
+        return self.scope in (self.Scope.WRITE, self.Scope.CATALOG)
+
+    @property
+    def can_write_catalog(self) -> bool:
+        return self.scope == self.Scope.CATALOG

@@ -13,6 +13,7 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
         definition = build_bearer_security_scheme_object(header_name="Authorization", token_prefix=self.target.keyword)
         definition["description"] = (
             "`Authorization: Token hwp_<prefix>_<secret>`: a key from `manage.py createtoken USER` or POST /api/v1/tokens/. "
-            "A read-scoped key reads; a write-scoped key also writes."
+            "A read-scoped key reads; a write-scoped key also writes (plans, validations, its user's tokens, runs and plans); "
+            "a catalog-scoped key also writes the catalog."
         )
         return definition

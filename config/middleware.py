@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import html
 import logging
+import re
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
+
+from inputs.text import CONTROL_CHARACTER
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +40,51 @@ class RequestBodyLimitMiddleware:
                       "multipart/form-data; send files as multipart/form-data uploads.")  # fmt: skip
             return JsonResponse({"detail": detail}, status=413)
         return self.get_response(request)
+
+
+class ControlCharacterMiddleware:
+    """A control character (U+0000-U+001F, U+007F-U+009F) in the path is a 404 and one in a query
+    parameter's name or value a 400 naming the parameter, before a view passes it to a query
+    (PostgreSQL refuses NUL in any string: a 500 otherwise). No slug, id or filter value holds one.
+    A NUL in a web form's field is a 400 too; the API's serializers name such fields themselves."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        character = CONTROL_CHARACTER.search(request.path)
+        if character:
+            return _error(request, 404, {"detail": f"Not found: the path contains the control character {_code(character)}."})
+        for name, values in request.GET.lists():
+            character = CONTROL_CHARACTER.search(name) or next(filter(None, map(CONTROL_CHARACTER.search, values)), None)
+            if character:
+                return _error(request, 400, {name: [f"Contains the control character {_code(character)}; no parameter takes one."]})
+        if request.method == "POST" and not _is_api(request) and _form_has_nul(request):
+            return _error(request, 400, {"detail": "A form field contains a NUL character (U+0000), which cannot be stored."})
+        return self.get_response(request)
+
+
+def _is_api(request) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _code(match: re.Match) -> str:
+    return f"U+{ord(match.group()):04X}"
+
+
+def _form_has_nul(request) -> bool:
+    content_type = request.META.get("CONTENT_TYPE", "").lower()
+    if not content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        return False
+    return any("\x00" in name or any("\x00" in value for value in values) for name, values in request.POST.lists())
+
+
+def _error(request, status: int, body: dict) -> HttpResponse:
+    if _is_api(request):
+        return JsonResponse(body, status=status)
+    text = " ".join(f"{key}: {value[0]}" if isinstance(value, list) else value for key, value in body.items())
+    title = "Not found" if status == 404 else "Bad request"
+    return HttpResponse(f"<!doctype html><title>{title}</title><h1>{status}</h1><p>{html.escape(text)}</p>", status=status)
 
 
 class DatabaseUnavailableMiddleware:

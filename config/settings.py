@@ -95,6 +95,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.RequestBodyLimitMiddleware",
+    # A control character in the path or the query: 404 or 400 before any view or query sees it.
+    "config.middleware.ControlCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -187,6 +189,11 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 2_500_000, 
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 # Any request body over this is refused with 413 before it is read.
 MAX_REQUEST_BODY_BYTES = env_int("MAX_REQUEST_BODY_BYTES", 16_000_000, minimum=100_000)
+# The shape of any JSON document a request carries (a body, a form's JSON field, an uploaded
+# config.json; inputs/json_limits.py): 2 KB of "[" would otherwise nest 1,000 deep and overflow
+# the stack. Real inputs nest 4 deep (an import's config.json inside its body) and hold ~60 keys.
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", 32, minimum=8, maximum=200)
+JSON_MAX_KEYS = env_int("JSON_MAX_KEYS", 10_000, minimum=1_000)
 
 # --- REST framework -------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -223,6 +230,12 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "hwcatalog.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "hwcatalog.exceptions.api_exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    # DRF's three, with JSON held to JSON_MAX_DEPTH and JSON_MAX_KEYS.
+    "DEFAULT_PARSER_CLASSES": [
+        "inputs.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 SPECTACULAR_SETTINGS = {

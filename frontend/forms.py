@@ -5,12 +5,11 @@ values and messages between the form's flat names and the serializer's nested sh
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from django.conf import settings
+from hwcatalog.importers.config_file import ConfigFileError, read_config_file
 
 # Workload presets: starting points a person edits. Latency targets follow common practice for
 # interactive serving (first token within ~0.5 s, >= 20 tokens/s per reader); offline batch
@@ -165,19 +164,13 @@ class UploadedConfig:
 def read_config_upload(upload, *, name: str = "") -> UploadedConfig:
     """Parse an uploaded config.json; the slug comes from the given name, else from the
     config's _name_or_path, else from the file name."""
-    limit = settings.MAX_CONFIG_UPLOAD_BYTES
     explicit = bool(name.strip())
     config: dict[str, Any] | None = None
     error = None
-    if upload.size > limit:
-        error = f"File is {upload.size} bytes; a config.json may be at most {limit} bytes."
-    else:
-        try:
-            config = json.loads(upload.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            error = f"Not a JSON file: {exc}"
-        if config is not None and not isinstance(config, dict):
-            config, error = None, "A config.json must be a JSON object."
+    try:
+        config = read_config_file(upload)
+    except ConfigFileError as exc:
+        error = str(exc)
     stem = upload.name.rsplit("/", 1)[-1].removesuffix(".json")
     candidates = [name] if explicit else [str((config or {}).get("_name_or_path") or "").rsplit("/", 1)[-1], stem,
                                           str((config or {}).get("model_type") or ""), "uploaded-model"]  # fmt: skip

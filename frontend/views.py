@@ -81,10 +81,10 @@ def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[
     }
 
 
-# The same rule as the API's POST /api/v1/models/import/ (hwcatalog.permissions), whose only
-# credential a browser session can carry is a staff account's.
+# The same rule as the API's POST /api/v1/models/import/ (hwcatalog.permissions: a catalog-scoped
+# token or staff), whose only credential a browser session can carry is a staff account's.
 IMPORT_NEEDS_STAFF = (
-    "Importing a model into the catalog needs a staff account (the API's models/import needs a write-scoped "
+    "Importing a model into the catalog needs a staff account (the API's models/import needs a catalog-scoped "
     "API token or staff, too). Pick a model from the list, or ask a staff member to import this config.json."
 )
 

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
-import json
-
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render
@@ -11,18 +8,31 @@ from django.urls import path, reverse
 from simple_history.admin import SimpleHistoryAdmin
 
 from hwcatalog import services
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.importers.config_file import ConfigFileError, read_config_file
+from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
+from hwcatalog.references import catalog_row_references
 from hwcatalog.validation import SLUG_PATTERN
+
+
+class InUseRowsProtected:
+    """The admin refuses to delete a row a stored plan used, as the API does (hwcatalog.services.
+    catalog_row_delete): what uses it is listed as protected, which makes the delete page refuse."""
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        in_use = [use for obj in objs for use in catalog_row_references(row=obj)]
+        return deleted, counts, perms_needed, [*protected, *in_use]
 
 
 class OfferingInline(admin.TabularInline):
     model = Offering
     extra = 0
+    can_delete = False  # deleted on the offering's own page, which checks what uses it
     fields = ["slug", "provider", "pricing_model", "usd_per_chip_hour", "purchase_usd_per_chip", "as_of", "source"]
 
 
 @admin.register(Chip)
-class ChipAdmin(SimpleHistoryAdmin):
+class ChipAdmin(InUseRowsProtected, SimpleHistoryAdmin):
     list_display = ["slug", "vendor", "kind", "memory_capacity_bytes", "memory_bandwidth_bytes_per_s", "peak_bf16_flops_per_s", "as_of"]
     list_filter = ["kind", "vendor"]
     search_fields = ["slug", "name", "vendor"]
@@ -30,7 +40,7 @@ class ChipAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Offering)
-class OfferingAdmin(SimpleHistoryAdmin):
+class OfferingAdmin(InUseRowsProtected, SimpleHistoryAdmin):
     list_display = ["slug", "chip", "provider", "pricing_model", "usd_per_chip_hour", "purchase_usd_per_chip", "as_of"]
     list_filter = ["pricing_model", "provider", "chip__kind"]
     search_fields = ["slug", "provider", "chip__slug", "region"]
@@ -43,17 +53,23 @@ class HfConfigForm(forms.Form):
     config_file = forms.FileField(help_text="A Hugging Face config.json")
 
     def clean_config_file(self):
-        upload = self.cleaned_data["config_file"]
-        if upload.size > settings.MAX_CONFIG_UPLOAD_BYTES:
-            raise forms.ValidationError(f"A config.json may be at most {settings.MAX_CONFIG_UPLOAD_BYTES} bytes.")
         try:
-            return json.loads(upload.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise forms.ValidationError(f"Not a JSON file: {exc}") from None
+            return read_config_file(self.cleaned_data["config_file"])
+        except ConfigFileError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(ServingEngine)
+class ServingEngineAdmin(SimpleHistoryAdmin):
+    """Serving engines and their sourced scheduler defaults (read-only in the API). Plans store the engine's
+    name with each row, so deleting one changes no stored plan; new plans stop using its defaults."""
+
+    list_display = ["slug", "name", "kv_memory_rule", "kv_memory_fraction", "max_batch_sequences", "prefill_token_budget", "profile", "as_of"]
+    search_fields = ["slug", "name"]
 
 
 @admin.register(ModelArch)
-class ModelArchAdmin(SimpleHistoryAdmin):
+class ModelArchAdmin(InUseRowsProtected, SimpleHistoryAdmin):
     list_display = ["slug", "family", "total_params", "active_params", "attention_kind", "generation_kind", "as_of"]
     list_filter = ["family", "attention_kind", "generation_kind", "ffn_kind"]
     search_fields = ["slug", "name", "family"]

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
-from rest_framework import parsers, serializers, status, viewsets
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, parsers, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hwcatalog import cache, selectors, services
 from hwcatalog.filters import ChipFilter, ModelArchFilter, OfferingFilter
+from hwcatalog.permissions import ReadPublicCatalogTokenOrStaff
+from hwcatalog.schema import ErrorDetailSerializer
 from hwcatalog.serializers import (
     ChipSerializer,
     HfConfigImportSerializer,
@@ -16,25 +18,61 @@ from hwcatalog.serializers import (
     ModelArchSerializer,
     OfferingSerializer,
 )
+from inputs.parsers import LimitedJSONParser
 
 
 class HistoryEntrySerializer(serializers.Serializer):
     history_id = serializers.IntegerField()
     changed_at = serializers.DateTimeField()
-    changed_by = serializers.CharField(allow_null=True)
     change = serializers.ChoiceField(choices=["created", "changed", "deleted"])
     reason = serializers.CharField(allow_null=True)
     changes = serializers.DictField(help_text="field -> {old, new}")
 
 
-class CatalogHistoryMixin:
-    """GET .../{slug}/history/: who changed the row, when, and its old and new values."""
+class HistoryEntryWithEditorSerializer(HistoryEntrySerializer):
+    """What staff see: usernames are not public, so everyone else gets the entry without `changed_by`."""
 
-    @extend_schema(responses={200: HistoryEntrySerializer(many=True)})
+    changed_by = serializers.CharField(
+        allow_null=True, required=False, help_text="The editor's username (null: loadcatalog). Staff only: absent for anyone else."
+    )
+
+
+class CatalogHistoryMixin:
+    """GET .../{slug}/history/: when the row changed, its old and new values, and (for staff) who changed it."""
+
+    @extend_schema(responses={200: HistoryEntryWithEditorSerializer(many=True)})
     @action(detail=True, methods=["get"], pagination_class=None, filter_backends=[])
     def history(self, request, slug=None):
         row = self.get_object()
-        return Response(HistoryEntrySerializer(selectors.catalog_history(row=row), many=True).data)
+        staff = bool(request.user.is_staff)
+        serializer = HistoryEntryWithEditorSerializer if staff else HistoryEntrySerializer
+        return Response(serializer(selectors.catalog_history(row=row, with_editors=staff), many=True).data)
+
+
+class InUse(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The row is in use."
+    default_code = "in_use"
+
+
+IN_USE = OpenApiResponse(ErrorDetailSerializer, description="A stored plan used the row (for a chip: it or one of its offerings).")
+
+
+class CatalogWritesMixin:
+    """Writes need a catalog-scoped token or a staff session; a delete is refused (409) while a
+    stored plan used the row, since a chip's delete would take its offerings with it."""
+
+    permission_classes = [ReadPublicCatalogTokenOrStaff]
+
+    @extend_schema(responses={204: None, 409: IN_USE})
+    def destroy(self, request, *args, **kwargs):
+        return super().destroy(request, *args, **kwargs)
+
+    def perform_destroy(self, instance) -> None:
+        try:
+            services.catalog_row_delete(row=instance)
+        except services.CatalogRowInUse as exc:
+            raise InUse(str(exc)) from None
 
 
 class CachedCatalogReadsMixin:
@@ -66,7 +104,7 @@ class CachedCatalogReadsMixin:
         return response
 
 
-class ChipViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
+class ChipViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, CatalogWritesMixin, viewsets.ModelViewSet):
     """Chips: CPUs, GPUs, TPUs, LPUs and other accelerators, with sourced peaks."""
 
     serializer_class = ChipSerializer
@@ -80,7 +118,7 @@ class ChipViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelVi
         return selectors.chip_list()
 
 
-class ModelArchViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
+class ModelArchViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, CatalogWritesMixin, viewsets.ModelViewSet):
     """Model architectures: dense, GQA/MQA, MLA, MoE, diffusion and block diffusion."""
 
     serializer_class = ModelArchSerializer
@@ -94,7 +132,7 @@ class ModelArchViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.Mo
         return selectors.model_list()
 
 
-class OfferingViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.ModelViewSet):
+class OfferingViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, CatalogWritesMixin, viewsets.ModelViewSet):
     """Prices: rented (per chip-hour) or purchased (amortised + power)."""
 
     serializer_class = OfferingSerializer
@@ -109,9 +147,11 @@ class OfferingViewSet(CachedCatalogReadsMixin, CatalogHistoryMixin, viewsets.Mod
 
 
 class ModelImportApi(APIView):
-    """Create a model from a Hugging Face config.json (upload `config_file`, or JSON `config`)."""
+    """Create a model from a Hugging Face config.json (upload `config_file`, or JSON `config`).
+    A catalog write: a catalog-scoped token or a staff session."""
 
-    parser_classes = [parsers.JSONParser, parsers.MultiPartParser, parsers.FormParser]
+    parser_classes = [LimitedJSONParser, parsers.MultiPartParser, parsers.FormParser]
+    permission_classes = [ReadPublicCatalogTokenOrStaff]
 
     @extend_schema(request=HfConfigImportSerializer, responses={201: ImportResultSerializer})
     def post(self, request):

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from accounts.permissions import WriteTokenOrStaff
+from accounts.permissions import CatalogTokenOrStaff, WriteTokenOrStaff
 
 
 class ReadPublicWriteTokenOrStaff(WriteTokenOrStaff):
@@ -8,3 +8,11 @@ class ReadPublicWriteTokenOrStaff(WriteTokenOrStaff):
 
     The API's default permission (settings.REST_FRAMEWORK); the schema marks its reads as open
     to anonymous clients."""
+
+
+class ReadPublicCatalogTokenOrStaff(CatalogTokenOrStaff):
+    """Anyone reads the catalog; a write (create, change, delete, import) needs a catalog-scoped
+    API token, or a session of a staff user. The schema marks its reads as open too."""
+
+
+PUBLIC_READS = (ReadPublicWriteTokenOrStaff, ReadPublicCatalogTokenOrStaff)

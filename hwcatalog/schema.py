@@ -7,7 +7,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import mixins, serializers
 from rest_framework.permissions import SAFE_METHODS
 
-from hwcatalog.permissions import ReadPublicWriteTokenOrStaff
+from hwcatalog.permissions import PUBLIC_READS
+from inputs.text import NO_CONTROL_CHARACTERS
 
 
 class ErrorDetailSerializer(serializers.Serializer):
@@ -25,7 +26,9 @@ UNAUTHENTICATED = OpenApiResponse(
 )
 FORBIDDEN = OpenApiResponse(
     ErrorDetailSerializer,
-    description="A write with a read-only token, a session of a user who is not staff, or a session write without its CSRF token.",
+    description="A write with a read-only token, a session of a user who is not staff, or a session write without its CSRF token; "
+    "a catalog write without a catalog-scoped token or a staff session; a run or a plan changed by someone who neither "
+    "created it nor is staff.",
 )
 NOT_FOUND = OpenApiResponse(ErrorDetailSerializer, description="No such object, or no such page of a list.")
 THROTTLED = OpenApiResponse(
@@ -53,11 +56,16 @@ class ApiAutoSchema(AutoSchema):
                 if parameter["in"] == "query" and not parameter.get("required"):
                     # "?kind=" is "?" : django-filter, DRF's ordering, search and page skip an empty value.
                     parameter["allowEmptyValue"] = True
+        for parameter in (operation or {}).get("parameters", []):
+            schema = parameter.get("schema", {})
+            if parameter["in"] == "query" and schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
+                # config.middleware refuses a control character in any query parameter (400).
+                schema["pattern"] = NO_CONTROL_CHARACTERS
         return operation
 
     def get_auth(self):
         auths = super().get_auth()
-        public_read = self.method in SAFE_METHODS and any(isinstance(p, ReadPublicWriteTokenOrStaff) for p in self.view.get_permissions())
+        public_read = self.method in SAFE_METHODS and any(isinstance(p, PUBLIC_READS) for p in self.view.get_permissions())
         if public_read and {} not in auths:
             auths.append({})
         return auths

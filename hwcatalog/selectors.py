@@ -34,8 +34,9 @@ def model_get(*, slug: str) -> ModelArch:
 _CHANGE_NAMES = {"+": "created", "~": "changed", "-": "deleted"}
 
 
-def catalog_history(*, row) -> list[dict[str, Any]]:
-    """A catalog row's edits, newest first, each with its old and new values."""
+def catalog_history(*, row, with_editors: bool) -> list[dict[str, Any]]:
+    """A catalog row's edits, newest first, each with its old and new values; with who made each
+    (`changed_by`) only when `with_editors` (for staff: usernames are not public)."""
     records = list(row.history.all().select_related("history_user").order_by("-history_date", "-history_id"))
     entries = []
     for record, previous in zip(records, records[1:] + [None]):
@@ -43,11 +44,13 @@ def catalog_history(*, row) -> list[dict[str, Any]]:
         if previous is not None:
             delta = record.diff_against(previous)
             changes = {c.field: {"old": _plain(c.old), "new": _plain(c.new)} for c in delta.changes}
-        entries.append({
+        entry = {
             "history_id": record.history_id, "changed_at": record.history_date,
-            "changed_by": record.history_user.get_username() if record.history_user else None,
             "change": _CHANGE_NAMES[record.history_type], "reason": record.history_change_reason, "changes": changes,
-        })  # fmt: skip
+        }  # fmt: skip
+        if with_editors:
+            entry["changed_by"] = record.history_user.get_username() if record.history_user else None
+        entries.append(entry)
     return entries
 
 

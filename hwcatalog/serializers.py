@@ -1,15 +1,14 @@
 from __future__ import annotations
 
-import json
-
-from django.conf import settings
 from rest_framework import serializers
 
+from hwcatalog.importers.config_file import ConfigFileError, read_config_file
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import HF_ID, SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
+from inputs.serializers import LimitedJSONField, StrictModelSerializer, StrictSerializer
 
 
-class _RuleValidated(serializers.ModelSerializer):
+class _RuleValidated(StrictModelSerializer):
     """Runs the shared catalog rules (hwcatalog.validation) on the merged instance + input,
     so partial updates are checked against the row they will produce."""
 
@@ -75,7 +74,7 @@ class ModelArchSerializer(_RuleValidated):
         return model.kv_cache_bytes_per_token("bf16")
 
 
-class HfConfigImportSerializer(serializers.Serializer):
+class HfConfigImportSerializer(StrictSerializer):
     """Either a multipart upload `config_file`, or a JSON object `config`."""
 
     slug = serializers.RegexField(SLUG_PATTERN, max_length=80)
@@ -83,9 +82,9 @@ class HfConfigImportSerializer(serializers.Serializer):
     family = serializers.CharField(max_length=80, required=False)
     source = serializers.CharField(max_length=1000, required=False)
     hf_id = serializers.RegexField(HF_ID.pattern, max_length=200, required=False)
-    config = serializers.JSONField(required=False)
+    config = LimitedJSONField(required=False)
     config_file = serializers.FileField(required=False)
-    quant_config = serializers.JSONField(required=False, help_text="The checkpoint's hf_quant_config.json (NVIDIA ModelOpt), if it has one.")
+    quant_config = LimitedJSONField(required=False, help_text="The checkpoint's hf_quant_config.json (NVIDIA ModelOpt), if it has one.")
 
     def validate_hf_id(self, hf_id: str) -> str:
         if ModelArch.objects.filter(hf_id=hf_id).exists():
@@ -103,13 +102,10 @@ class HfConfigImportSerializer(serializers.Serializer):
         return slug
 
     def validate_config_file(self, upload):
-        limit = settings.MAX_CONFIG_UPLOAD_BYTES
-        if upload.size > limit:
-            raise serializers.ValidationError(f"File is {upload.size} bytes; a config.json may be at most {limit} bytes.")
         try:
-            return json.loads(upload.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise serializers.ValidationError(f"Not a JSON file: {exc}") from None
+            return read_config_file(upload)
+        except ConfigFileError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate(self, attrs):
         config = attrs.get("config_file", attrs.get("config"))

@@ -11,6 +11,7 @@ from django.db import models, transaction
 
 from hwcatalog.importers.huggingface import ConfigError, fields_from_hf_config
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
+from hwcatalog.references import catalog_row_references
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -145,3 +146,22 @@ def chip_create_measured(*, values: dict[str, Any]) -> Chip:
     chip.full_clean()
     chip.save()
     return chip
+
+
+class CatalogRowInUse(Exception):
+    """A delete refused because something stored uses the row; the message says what, and what to do."""
+
+
+@transaction.atomic
+def catalog_row_delete(*, row: Chip | ModelArch | Offering) -> None:
+    """Delete a chip (with its offerings: the foreign key cascades), a model or an offering, unless
+    something stored used it: then CatalogRowInUse, and nothing is deleted."""
+    uses = catalog_row_references(row=row)
+    if uses:
+        cascade = " and its offerings" if isinstance(row, Chip) else ""
+        raise CatalogRowInUse(
+            f"{row._meta.verbose_name.capitalize()} {row.slug} cannot be deleted: {'; '.join(uses)}. Deleting it{cascade} "
+            "would leave those without the rows they were computed from. Correct it with PUT or PATCH instead, "
+            "or delete those plans first (DELETE /api/v1/plans/{id}/, by their creator or staff)."
+        )
+    row.delete()

@@ -11,6 +11,7 @@ from typing import Any
 MAX_PARAMS = 100e12
 MAX_DIM = 1_000_000
 MAX_LAYERS = 10_000
+MAX_CONTEXT_TOKENS = 100_000_000
 MAX_BYTES = 1e16
 MAX_FLOPS = 1e19
 MAX_BANDWIDTH = 1e17  # a wafer-scale chip's SRAM streams ~2e16 B/s (Cerebras WSE-3: 21 PB/s)
@@ -48,7 +49,7 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         _positive(errors, data, field, maximum=MAX_LAYERS if field == "num_layers" else MAX_DIM, required=True)
     for field in ARCH_OPTIONAL_DIMS:
         _positive(errors, data, field, maximum=MAX_DIM, required=False)
-    _positive(errors, data, "max_context_tokens", maximum=100_000_000, required=True)
+    _positive(errors, data, "max_context_tokens", maximum=MAX_CONTEXT_TOKENS, required=True)
     for field in ("total_params", "active_params"):
         _positive(errors, data, field, maximum=MAX_PARAMS, required=field == "total_params")
     shared = data.get("num_shared_experts")
@@ -83,7 +84,7 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         errors["active_params"] = "Cannot exceed total_params."
     if data.get("generation_kind") == "block_diffusion" and not data.get("default_block_size"):
         errors["default_block_size"] = "Required for block_diffusion models."
-    _positive(errors, data, "sliding_window", maximum=100_000_000, required=False)
+    _positive(errors, data, "sliding_window", maximum=MAX_CONTEXT_TOKENS, required=False)
     _positive(errors, data, "sliding_window_layers", maximum=MAX_LAYERS, required=False)
     if data.get("sliding_window_layers") and not data.get("sliding_window"):
         errors["sliding_window_layers"] = "Needs a sliding_window."

@@ -68,8 +68,10 @@ class ValidationDetailApi(APIView):
 
 
 class ValidationCancelApi(APIView):
+    """Cancel a queued or running run: its creator or staff only (403 for anyone else)."""
+
     @extend_schema(request=None, responses={200: ValidationRunSerializer})
     def post(self, request, run_id):
-        run = services.validation_run_cancel(run=_get_or_404(ValidationRun, run_id))
+        run = services.validation_run_cancel(run=_get_or_404(ValidationRun, run_id), by=request.user)
         return Response(ValidationRunSerializer(run).data)
 

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from inputs.serializers import StrictSerializer
 from jobs.models import ValidationRun
 
 
-class ValidationRunInputSerializer(serializers.Serializer):
+class ValidationRunInputSerializer(StrictSerializer):
     rank = serializers.IntegerField(min_value=1, max_value=100_000, default=1)
     trial = serializers.ChoiceField(choices=ValidationRun.Trial.choices, default=ValidationRun.Trial.DECODE)
     queue = serializers.ChoiceField(choices=ValidationRun.Queue.choices, default=ValidationRun.Queue.CPU)

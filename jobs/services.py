@@ -16,6 +16,7 @@ from django.db import IntegrityError, close_old_connections, connection, transac
 from django.db.models import F, Q
 from django.utils import timezone
 
+from accounts.ownership import ensure_may_manage
 from hwcatalog.models import Chip, ModelArch
 from jobs import selectors
 from jobs.models import ScheduleClaim, ValidationRun, WorkerHeartbeat
@@ -122,7 +123,9 @@ def _send(run: ValidationRun) -> bool:
 
 
 @transaction.atomic
-def validation_run_cancel(*, run: ValidationRun) -> ValidationRun:
+def validation_run_cancel(*, run: ValidationRun, by) -> ValidationRun:
+    """Cancel a queued or running run; only its creator or staff may (PermissionDenied otherwise)."""
+    ensure_may_manage(user=by, owner_id=run.created_by_id, action="cancel", what="this validation run")
     run = ValidationRun.objects.select_for_update().get(pk=run.pk)
     if run.finished:
         raise ValidationError({"status": f"The run already ended ({run.status})."})

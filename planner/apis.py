@@ -9,7 +9,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from planner import selectors, services
+from inputs.serializers import StrictSerializer
+from planner import plan_changes, selectors, services
 from planner.exports import plan_csv
 from planner.models import Plan
 from planner.result_schema import estimate_response_schema, plan_results_schema
@@ -83,10 +84,31 @@ def _plan_or_404(plan_id) -> Plan:
         raise Http404("No such plan.") from None
 
 
+class PlanPinInputSerializer(StrictSerializer):
+    pinned = serializers.BooleanField(required=False, help_text="Re-validate the plan's top configuration nightly; absent: unchanged.")
+
+
 class PlanDetailApi(APIView):
+    """A stored plan. PATCH pins or unpins it and DELETE deletes it: its creator or staff only (403
+    for anyone else); nothing else of a plan changes once stored."""
+
     @extend_schema(responses={200: PlanOutputSerializer})
     def get(self, request, plan_id):
         return Response(PlanOutputSerializer(_plan_or_404(plan_id)).data)
+
+    @extend_schema(request=PlanPinInputSerializer, responses={200: PlanSummarySerializer})
+    def patch(self, request, plan_id):
+        plan = _plan_or_404(plan_id)
+        inputs = PlanPinInputSerializer(data=request.data)
+        inputs.is_valid(raise_exception=True)
+        pinned = inputs.validated_data.get("pinned", plan.pinned)
+        plan = plan_changes.plan_pin_set(plan=plan, pinned=pinned, by=request.user)
+        return Response(PlanSummarySerializer(plan).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, plan_id):
+        plan_changes.plan_delete(plan=_plan_or_404(plan_id), by=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PlanExportCsvApi(APIView):

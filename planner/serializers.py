@@ -7,6 +7,7 @@ from rest_framework import serializers
 from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
+from inputs.serializers import StrictSerializer
 from planner.engine import method_names
 from planner.engine_profiles import profile_covers, serving_engines
 from planner.engine.decoding.draft_heads import HEAD_KINDS
@@ -63,7 +64,7 @@ class IntOrAuto(serializers.Field):
         return value
 
 
-class DecodingSerializer(serializers.Serializer):
+class DecodingSerializer(StrictSerializer):
     method = serializers.ChoiceField(choices=DECODING_METHODS, default="ar")
     # speculative
     draft_model = SlugOf(ModelArch, required=False)
@@ -109,7 +110,7 @@ class DecodingSerializer(serializers.Serializer):
         return attrs
 
 
-class EfficiencySerializer(serializers.Serializer):
+class EfficiencySerializer(StrictSerializer):
     """Overrides of the efficiency factors: each factor given replaces the chip's (calibrated or spec
     default) value, the others stay as they are."""
 
@@ -128,7 +129,7 @@ class EfficiencySerializer(serializers.Serializer):
         return attrs
 
 
-class WorkloadSerializer(serializers.Serializer):
+class WorkloadSerializer(StrictSerializer):
     prompt_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
     output_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
     concurrency = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
@@ -208,7 +209,7 @@ def _default_method(model: ModelArch) -> str:
     return {"autoregressive": "ar", "diffusion": "diffusion", "block_diffusion": "block_diffusion"}[model.generation_kind]
 
 
-class HardwareFilterSerializer(serializers.Serializer):
+class HardwareFilterSerializer(StrictSerializer):
     kinds = serializers.ListField(child=serializers.ChoiceField(choices=Chip.Kind.choices), required=False, max_length=5)
     vendors = serializers.ListField(child=serializers.CharField(max_length=80), required=False, max_length=50)
     chips = serializers.ListField(child=SlugOf(Chip), required=False, max_length=200)
@@ -218,7 +219,7 @@ class HardwareFilterSerializer(serializers.Serializer):
     weight_dtypes = serializers.ListField(child=serializers.ChoiceField(choices=DTYPES), required=False, max_length=7, min_length=1)
 
 
-class PlanInputSerializer(serializers.Serializer):
+class PlanInputSerializer(StrictSerializer):
     model = SlugOf(ModelArch)
     workload = WorkloadSerializer()
     hardware = HardwareFilterSerializer(required=False)

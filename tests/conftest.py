@@ -59,6 +59,14 @@ def token_client(alice) -> APIClient:
 
 
 @pytest.fixture
+def catalog_token_client(alice) -> APIClient:
+    """Alice's catalog maintenance script: a catalog-scoped token an operator made for her
+    (manage.py createtoken alice --scope catalog); she is still not staff."""
+    _, key = api_token_create(alice, "catalog script", "catalog")
+    return client_with_token(key)
+
+
+@pytest.fixture
 def read_token_client(alice) -> APIClient:
     """Alice's dashboard: a read-only token."""
     _, key = api_token_create(alice, "dashboard", "read")

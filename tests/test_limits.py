@@ -48,11 +48,11 @@ def test_a_form_body_over_the_data_upload_limit_gets_413_and_stores_nothing(cata
     assert not Plan.objects.exists()
 
 
-def test_a_multipart_upload_over_the_data_upload_limit_keeps_the_larger_limit(db, token_client):
+def test_a_multipart_upload_over_the_data_upload_limit_keeps_the_larger_limit(db, catalog_token_client):
     # File parts do not count against DATA_UPLOAD_MAX_MEMORY_SIZE: a 3 MB config.json reaches the
     # serializer, which refuses it by MAX_CONFIG_UPLOAD_BYTES and names the field.
     big = SimpleUploadedFile("config.json", _json_body_of(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 500_000), "application/json")
-    response = token_client.post("/api/v1/models/import/", {"slug": "big", "config_file": big}, format="multipart")
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "big", "config_file": big}, format="multipart")
     assert response.status_code == 400
     assert "a config.json may be at most" in json.dumps(response.json()["config_file"])
     assert not ModelArch.objects.filter(slug="big").exists()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hwcatalog import architecture
+from hwcatalog.validation import MAX_CONTEXT_TOKENS, MAX_DIM, MAX_LAYERS
 
 LLAMA_STYLE = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
 STYLE_BY_MODEL_TYPE = {
@@ -35,11 +36,15 @@ class ImportedArch:
 
 def detect_style(config: dict[str, Any]) -> str:
     model_type = config.get("model_type")
-    if isinstance(model_type, str) and model_type in STYLE_BY_MODEL_TYPE:
+    if model_type is not None and not isinstance(model_type, str):
+        raise ConfigError({"model_type": f"Must be a string, got {type(model_type).__name__}."})
+    if model_type in STYLE_BY_MODEL_TYPE:
         return STYLE_BY_MODEL_TYPE[model_type]
     architectures = config.get("architectures")
-    if isinstance(architectures, list):
-        names = set(a for a in architectures if isinstance(a, str))
+    if architectures is not None and not (isinstance(architectures, list) and all(isinstance(a, str) for a in architectures)):
+        raise ConfigError({"architectures": "Must be a list of class names (strings)."})
+    if architectures:
+        names = set(architectures)
         if names & LLAMA_STYLE:
             return "llama"
         if "MixtralForCausalLM" in names:
@@ -60,7 +65,10 @@ class _Reader:
         self.config = config
         self.errors: dict[str, str] = {}
 
-    def integer(self, key: str, *, default: int | None = None, required: bool = True) -> int | None:
+    def integer(
+        self, key: str, *, default: int | None = None, required: bool = True, minimum: int = 1, maximum: int = MAX_DIM
+    ) -> int | None:
+        """An integer in [minimum, maximum] (a width, a count of heads or experts: MAX_DIM unless said)."""
         value = self.config.get(key, default)
         if value is None:
             if required:
@@ -69,10 +77,19 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int):
             self.errors[key] = f"Must be an integer, got {type(value).__name__}."
             return None
-        if value <= 0:
-            self.errors[key] = "Must be greater than zero."
+        if value < minimum:
+            self.errors[key] = "Must be greater than zero." if minimum == 1 else f"Must be at least {minimum}."
+            return None
+        if value > maximum:
+            self.errors[key] = f"Must be at most {maximum:,}."
             return None
         return value
+
+    def layers(self, key: str) -> int | None:
+        return self.integer(key, maximum=MAX_LAYERS)
+
+    def context(self, key: str) -> int | None:
+        return self.integer(key, maximum=MAX_CONTEXT_TOKENS)
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.config.get(key, default)
@@ -102,7 +119,7 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
         hidden = r.integer("n_embd")
         heads = r.integer("n_head")
         fields = {
-            "num_layers": r.integer("n_layer"),
+            "num_layers": r.layers("n_layer"),
             "hidden_size": hidden,
             "num_attention_heads": heads,
             "num_kv_heads": heads,
@@ -112,14 +129,14 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
             "tie_word_embeddings": r.boolean("tie_word_embeddings", False),
             "ffn_kind": "plain",
             "attention_kind": "mha",
-            "max_context_tokens": r.integer("n_positions"),
+            "max_context_tokens": r.context("n_positions"),
         }
     else:
         hidden = r.integer("hidden_size")
         heads = r.integer("num_attention_heads")
         kv_heads = r.integer("num_key_value_heads", default=heads)
         fields = {
-            "num_layers": r.integer("num_hidden_layers"),
+            "num_layers": r.layers("num_hidden_layers"),
             "hidden_size": hidden,
             "num_attention_heads": heads,
             "num_kv_heads": kv_heads,
@@ -129,7 +146,7 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
             "tie_word_embeddings": r.boolean("tie_word_embeddings", False),
             "ffn_kind": "gated",
             "attention_kind": _attention_kind(heads, kv_heads),
-            "max_context_tokens": r.integer("max_position_embeddings"),
+            "max_context_tokens": r.context("max_position_embeddings"),
         }
         if style in ("mixtral", "gpt_oss"):
             fields.update(
@@ -143,11 +160,11 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
                 fields.update(_gpt_oss_windows(config, r, fields["num_layers"] or 0))
         elif style == "qwen3_moe":
             layers = fields["num_layers"] or 0
-            dense_only = config.get("mlp_only_layers") or []
+            dense_only = config.get("mlp_only_layers", [])
             if not isinstance(dense_only, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in dense_only):
                 r.errors["mlp_only_layers"] = "Must be a list of layer indices."
                 dense_only = []
-            step = r.integer("decoder_sparse_step", default=1)
+            step = r.integer("decoder_sparse_step", default=1, maximum=MAX_LAYERS)
             if step and step != 1:
                 r.errors["decoder_sparse_step"] = "Only every-layer MoE (1) is supported."
             fields.update(
@@ -158,7 +175,7 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
                 moe_intermediate_size=r.integer("moe_intermediate_size"),
             )
         if style == "llama" and config.get("model_type") == "mistral" and config.get("sliding_window") is not None:
-            fields["sliding_window"] = r.integer("sliding_window")
+            fields["sliding_window"] = r.context("sliding_window")
         elif style == "deepseek_v3":
             layers = fields["num_layers"] or 0
             first_dense = config.get("first_k_dense_replace", 0)
@@ -174,7 +191,7 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
                 v_head_dim=r.integer("v_head_dim"),
                 num_experts=r.integer("n_routed_experts"),
                 experts_per_token=r.integer("num_experts_per_tok"),
-                num_shared_experts=config.get("n_shared_experts") or 0,
+                num_shared_experts=r.integer("n_shared_experts", required=False, minimum=0) or 0,  # null: none
                 moe_layer_count=layers - first_dense,
                 moe_intermediate_size=r.integer("moe_intermediate_size"),
             )
@@ -200,7 +217,7 @@ def _gpt_oss_windows(config: dict[str, Any], r: _Reader, layers: int) -> dict[st
     windowed = types.count("sliding_attention")
     if not windowed:
         return {}
-    return {"sliding_window": r.integer("sliding_window"), "sliding_window_layers": windowed}
+    return {"sliding_window": r.context("sliding_window"), "sliding_window_layers": windowed}
 
 
 # quant_method / quant_algo -> the catalog's checkpoint_format.
@@ -230,7 +247,13 @@ def checkpoint_format(quantization_config: Any, quant_config: dict[str, Any] | N
             return ""
         return "int4" if bits == 4 else "int8"
     if method == "fp8":
-        return "fp8_block" if quantization_config.get("weight_block_size") else "fp8"
+        block = quantization_config.get("weight_block_size")
+        if block is None:
+            return "fp8"
+        if not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and not isinstance(b, bool) and 0 < b <= MAX_DIM for b in block)):
+            r.errors["quantization_config"] = "weight_block_size must be two positive integers, [rows, columns]."
+            return ""
+        return "fp8_block"
     if isinstance(method, str) and method.lower() in _FORMATS:
         return _FORMATS[method.lower()]
     r.errors["quantization_config"] = f"quant_method {method!r} is not supported (fp8, mxfp4, nvfp4, awq, gptq)."

@@ -56,11 +56,11 @@ def test_a_non_staff_session_write_gets_403(session_client):
     assert not Chip.objects.filter(slug="acme-x1").exists()
 
 
-def test_a_token_holder_creates_updates_and_deletes_a_chip(token_client):
-    assert token_client.post("/api/v1/chips/", NEW_CHIP, format="json").status_code == 201
-    response = token_client.patch("/api/v1/chips/acme-x1/", {"tdp_watts": 600}, format="json")
+def test_a_catalog_token_holder_creates_updates_and_deletes_a_chip(catalog_token_client):
+    assert catalog_token_client.post("/api/v1/chips/", NEW_CHIP, format="json").status_code == 201
+    response = catalog_token_client.patch("/api/v1/chips/acme-x1/", {"tdp_watts": 600}, format="json")
     assert response.status_code == 200 and response.json()["tdp_watts"] == 600
-    assert token_client.delete("/api/v1/chips/acme-x1/").status_code == 204
+    assert catalog_token_client.delete("/api/v1/chips/acme-x1/").status_code == 204
     assert not Chip.objects.filter(slug="acme-x1").exists()
 
 
@@ -80,23 +80,23 @@ def test_a_staff_session_can_write(staff_client):
         ({"slug": "Not A Slug!"}, "slug"),
     ],
 )
-def test_a_bad_chip_gets_400_naming_the_field(token_client, change, field):
-    response = token_client.post("/api/v1/chips/", {**NEW_CHIP, **change}, format="json")
+def test_a_bad_chip_gets_400_naming_the_field(catalog_token_client, change, field):
+    response = catalog_token_client.post("/api/v1/chips/", {**NEW_CHIP, **change}, format="json")
     assert response.status_code == 400
     assert field in response.json()
     assert not Chip.objects.filter(slug=NEW_CHIP["slug"]).exists()
 
 
-def test_a_partial_update_that_breaks_a_rule_is_refused(catalog, token_client):
-    response = token_client.patch("/api/v1/models/llama-3.1-8b/", {"num_kv_heads": 7}, format="json")
+def test_a_partial_update_that_breaks_a_rule_is_refused(catalog, catalog_token_client):
+    response = catalog_token_client.patch("/api/v1/models/llama-3.1-8b/", {"num_kv_heads": 7}, format="json")
     assert response.status_code == 400 and "num_kv_heads" in response.json()
-    response = token_client.patch("/api/v1/models/mixtral-8x7b/", {"experts_per_token": 9}, format="json")
+    response = catalog_token_client.patch("/api/v1/models/mixtral-8x7b/", {"experts_per_token": 9}, format="json")
     assert response.status_code == 400 and "experts_per_token" in response.json()
     assert ModelArch.objects.get(slug="llama-3.1-8b").num_kv_heads == 8
 
 
-def test_malformed_json_gets_400(token_client):
-    response = token_client.generic("POST", "/api/v1/chips/", "{not json", content_type="application/json")
+def test_malformed_json_gets_400(catalog_token_client):
+    response = catalog_token_client.generic("POST", "/api/v1/chips/", "{not json", content_type="application/json")
     assert response.status_code == 400
 
 
@@ -104,8 +104,8 @@ def test_an_unknown_slug_is_404(db, anonymous_client):
     assert anonymous_client.get("/api/v1/chips/no-such-chip/").status_code == 404
 
 
-def test_an_offering_for_an_unknown_chip_gets_400(token_client):
-    response = token_client.post(
+def test_an_offering_for_an_unknown_chip_gets_400(catalog_token_client):
+    response = catalog_token_client.post(
         "/api/v1/offerings/",
         {"slug": "x", "chip": "no-such-chip", "provider": "X", "pricing_model": "on_demand", "usd_per_chip_hour": 1,
          "as_of": "2026-01-01", "source": "x"},
@@ -114,8 +114,8 @@ def test_an_offering_for_an_unknown_chip_gets_400(token_client):
     assert response.status_code == 400 and "chip" in response.json()
 
 
-def test_a_rented_offering_needs_an_hourly_price(catalog, token_client):
-    response = token_client.post(
+def test_a_rented_offering_needs_an_hourly_price(catalog, catalog_token_client):
+    response = catalog_token_client.post(
         "/api/v1/offerings/",
         {"slug": "x", "chip": "nvidia-h100-sxm", "provider": "X", "pricing_model": "spot", "as_of": "2026-01-01", "source": "x"},
         format="json",

@@ -24,9 +24,9 @@ def test_a_repeated_read_is_the_same_answer_from_one_query(catalog, anonymous_cl
     assert first_queries >= 2 and again_queries == 1  # only the catalog version is read
 
 
-def test_a_write_through_the_api_is_seen_by_the_next_read(catalog, token_client, anonymous_client):
+def test_a_write_through_the_api_is_seen_by_the_next_read(catalog, catalog_token_client, anonymous_client):
     before = anonymous_client.get("/api/v1/chips/nvidia-h100-sxm/").json()
-    assert token_client.patch("/api/v1/chips/nvidia-h100-sxm/", {"tdp_watts": 650}, format="json").status_code == 200
+    assert catalog_token_client.patch("/api/v1/chips/nvidia-h100-sxm/", {"tdp_watts": 650}, format="json").status_code == 200
     after = anonymous_client.get("/api/v1/chips/nvidia-h100-sxm/").json()
     assert (before["tdp_watts"], after["tdp_watts"]) == (700, 650)
 

@@ -31,9 +31,9 @@ def _load(name: str) -> dict:
 
 
 @pytest.mark.parametrize(("fixture", "total", "active", "kv_bytes"), REAL_CONFIGS)
-def test_importing_a_real_config_gives_the_published_sizes(token_client, fixture, total, active, kv_bytes):
+def test_importing_a_real_config_gives_the_published_sizes(catalog_token_client, fixture, total, active, kv_bytes):
     slug = fixture.removesuffix(".json").replace("_", "-") + "-imported"
-    response = token_client.post("/api/v1/models/import/", {"slug": slug, "config": _load(fixture)}, format="json")
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": slug, "config": _load(fixture)}, format="json")
     assert response.status_code == 201, response.json()
     model = ModelArch.objects.get(slug=slug)
     assert model.total_params == pytest.approx(total, rel=0.02)
@@ -42,10 +42,10 @@ def test_importing_a_real_config_gives_the_published_sizes(token_client, fixture
     assert model.kv_cache_bytes_per_token("bf16") == kv_bytes
 
 
-def test_a_config_json_upload_works_as_multipart(token_client):
+def test_a_config_json_upload_works_as_multipart(catalog_token_client):
     upload = io.BytesIO((FIXTURES / "mixtral-8x7b.json").read_bytes())
     upload.name = "config.json"
-    response = token_client.post("/api/v1/models/import/", {"slug": "mixtral-upload", "config_file": upload}, format="multipart")
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "mixtral-upload", "config_file": upload}, format="multipart")
     assert response.status_code == 201
     assert response.json()["detected_style"] == "mixtral"
 
@@ -61,24 +61,24 @@ def test_a_config_json_upload_works_as_multipart(token_client):
         ([1, 2, 3], "config"),
     ],
 )
-def test_a_bad_config_gets_400_naming_the_field_and_stores_nothing(token_client, config, field):
-    response = token_client.post("/api/v1/models/import/", {"slug": "bad-one", "config": config}, format="json")
+def test_a_bad_config_gets_400_naming_the_field_and_stores_nothing(catalog_token_client, config, field):
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "bad-one", "config": config}, format="json")
     assert response.status_code == 400
     assert field in json.dumps(response.json())
     assert not ModelArch.objects.filter(slug="bad-one").exists()
 
 
-def test_a_file_that_is_not_json_gets_400(token_client):
+def test_a_file_that_is_not_json_gets_400(catalog_token_client):
     upload = io.BytesIO(b"\x89PNG not json at all")
     upload.name = "config.json"
-    response = token_client.post("/api/v1/models/import/", {"slug": "png", "config_file": upload}, format="multipart")
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "png", "config_file": upload}, format="multipart")
     assert response.status_code == 400 and "config_file" in response.json()
 
 
-def test_a_ten_megabyte_upload_gets_400(token_client):
+def test_a_ten_megabyte_upload_gets_400(catalog_token_client):
     upload = io.BytesIO(b"{" + b" " * 10_000_000 + b"}")
     upload.name = "config.json"
-    response = token_client.post("/api/v1/models/import/", {"slug": "huge", "config_file": upload}, format="multipart")
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "huge", "config_file": upload}, format="multipart")
     assert response.status_code == 400 and "config_file" in response.json()
     assert not ModelArch.objects.filter(slug="huge").exists()
 
@@ -88,8 +88,8 @@ def test_an_anonymous_import_gets_401(db, anonymous_client):
     assert response.status_code == 401
 
 
-def test_importing_over_an_existing_slug_gets_400(catalog, token_client):
-    response = token_client.post("/api/v1/models/import/", {"slug": "llama-3.1-8b", "config": _load("llama-3.1-8b.json")}, format="json")
+def test_importing_over_an_existing_slug_gets_400(catalog, catalog_token_client):
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "llama-3.1-8b", "config": _load("llama-3.1-8b.json")}, format="json")
     assert response.status_code == 400 and "slug" in response.json()
 
 

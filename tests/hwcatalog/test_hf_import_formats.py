@@ -23,8 +23,8 @@ def _import(client, slug: str, config: dict, **extra):
     return client.post("/api/v1/models/import/", {"slug": slug, "config": config, **extra}, format="json")
 
 
-def test_gpt_oss_has_a_128_token_window_on_half_its_layers_and_mxfp4_weights(token_client):
-    response = _import(token_client, "oss-120b", _load("gpt-oss-120b.json"), hf_id="openai/gpt-oss-120b")
+def test_gpt_oss_has_a_128_token_window_on_half_its_layers_and_mxfp4_weights(catalog_token_client):
+    response = _import(catalog_token_client, "oss-120b", _load("gpt-oss-120b.json"), hf_id="openai/gpt-oss-120b")
     assert response.status_code == 201, response.json()
     model = ModelArch.objects.get(slug="oss-120b")
     assert (model.sliding_window, model.sliding_window_layers, model.checkpoint_format) == (128, 18, "mxfp4")
@@ -35,16 +35,16 @@ def test_gpt_oss_has_a_128_token_window_on_half_its_layers_and_mxfp4_weights(tok
     assert attention.kv_held_tokens(8192.0) == pytest.approx((8192 + 128) / 2)
 
 
-def test_qwen3_moe_counts_every_layer_as_moe_with_no_shared_expert(token_client):
-    assert _import(token_client, "q235", _load("qwen3-235b-a22b-fp8.json")).status_code == 201
+def test_qwen3_moe_counts_every_layer_as_moe_with_no_shared_expert(catalog_token_client):
+    assert _import(catalog_token_client, "q235", _load("qwen3-235b-a22b-fp8.json")).status_code == 201
     model = ModelArch.objects.get(slug="q235")
     assert (model.num_experts, model.experts_per_token, model.moe_layer_count, model.num_shared_experts) == (128, 8, 94, 0)
     assert model.checkpoint_format == "fp8_block"  # quantization_config: fp8 with weight_block_size
 
 
-def test_nvfp4_comes_from_the_checkpoints_hf_quant_config(token_client):
+def test_nvfp4_comes_from_the_checkpoints_hf_quant_config(catalog_token_client):
     body = {"quant_config": _load("deepseek-v3.1-nvfp4.hf_quant_config.json")}
-    assert _import(token_client, "dsv31-fp4", _load("deepseek-v3.1-nvfp4.json"), **body).status_code == 201
+    assert _import(catalog_token_client, "dsv31-fp4", _load("deepseek-v3.1-nvfp4.json"), **body).status_code == 201
     assert ModelArch.objects.get(slug="dsv31-fp4").checkpoint_format == "nvfp4"
 
 
@@ -56,18 +56,18 @@ def test_nvfp4_comes_from_the_checkpoints_hf_quant_config(token_client):
         ({"decoder_sparse_step": 2}, {}, "decoder_sparse_step"),
     ],
 )
-def test_an_unreadable_format_or_layout_gets_400_naming_the_field(token_client, config_change, extra, field):
+def test_an_unreadable_format_or_layout_gets_400_naming_the_field(catalog_token_client, config_change, extra, field):
     base = _load("qwen3-235b-a22b-fp8.json")
-    response = _import(token_client, "bad-q", {**base, **config_change}, **extra)
+    response = _import(catalog_token_client, "bad-q", {**base, **config_change}, **extra)
     assert response.status_code == 400 and field in json.dumps(response.json()), response.json()
     assert not ModelArch.objects.filter(slug="bad-q").exists()
 
 
-def test_an_hf_id_is_recorded_once(token_client):
-    assert _import(token_client, "q32-a", _load("qwen3-32b.json"), hf_id="Qwen/Qwen3-32B").status_code == 201
-    again = _import(token_client, "q32-b", _load("qwen3-32b.json"), hf_id="Qwen/Qwen3-32B")
+def test_an_hf_id_is_recorded_once(catalog_token_client):
+    assert _import(catalog_token_client, "q32-a", _load("qwen3-32b.json"), hf_id="Qwen/Qwen3-32B").status_code == 201
+    again = _import(catalog_token_client, "q32-b", _load("qwen3-32b.json"), hf_id="Qwen/Qwen3-32B")
     assert again.status_code == 400 and "hf_id" in again.json()
-    assert _import(token_client, "q32-c", _load("qwen3-32b.json"), hf_id="not an id").status_code == 400
+    assert _import(catalog_token_client, "q32-c", _load("qwen3-32b.json"), hf_id="not an id").status_code == 400
 
 
 def test_the_importmodel_command_records_the_hf_id_and_reads_a_quant_config(db, capsys):

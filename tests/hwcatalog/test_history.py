@@ -3,10 +3,10 @@ from __future__ import annotations
 from hwcatalog.models import Chip
 
 
-def test_an_api_edit_is_recorded_with_who_when_and_old_and_new_values(catalog, token_client, anonymous_client):
+def test_an_api_edit_is_recorded_with_who_when_and_old_and_new_values(catalog, catalog_token_client, staff_client):
     old = Chip.objects.get(slug="nvidia-h100-sxm").tdp_watts
-    assert token_client.patch("/api/v1/chips/nvidia-h100-sxm/", {"tdp_watts": 650}, format="json").status_code == 200
-    history = anonymous_client.get("/api/v1/chips/nvidia-h100-sxm/history/").json()
+    assert catalog_token_client.patch("/api/v1/chips/nvidia-h100-sxm/", {"tdp_watts": 650}, format="json").status_code == 200
+    history = staff_client.get("/api/v1/chips/nvidia-h100-sxm/history/").json()
     newest, created = history[0], history[-1]
     assert newest["change"] == "changed" and newest["changed_by"] == "alice"
     assert newest["changes"] == {"tdp_watts": {"old": old, "new": 650.0}}

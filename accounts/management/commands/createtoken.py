@@ -21,7 +21,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--scope", choices=ApiToken.Scope.values, default=ApiToken.Scope.WRITE, help="read or write (default).")
+        parser.add_argument(
+            "--scope", choices=ApiToken.Scope.values, default=ApiToken.Scope.WRITE,
+            help="read, write (default) or catalog (write, plus catalog writes: chips, models, offerings, imports).",
+        )
         parser.add_argument("--name", default="createtoken", help="What the token is for (default: createtoken).")
         parser.add_argument("--expires-days", type=int, metavar="D", help="Expire after D days (default: never).")
         parser.add_argument("--staff", action="store_true", help="Make the user staff (admin site access).")

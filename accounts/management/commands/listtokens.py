@@ -25,7 +25,7 @@ class Command(BaseCommand):
             except get_user_model().DoesNotExist:
                 raise CommandError(f"No user {username!r}.") from None
         now = timezone.now()
-        row = "{:<16} {:<16} {:<24} {:<6} {:<16} {:<16} {:<16} {}"
+        row = "{:<16} {:<16} {:<24} {:<7} {:<16} {:<16} {:<16} {}"
         self.stdout.write(row.format("prefix", "user", "name", "scope", "created", "last used", "expires", "state"))
         for token in api_token_list(user=user):
             state = "revoked" if token.revoked_at else "expired" if token.is_expired(now) else "active"

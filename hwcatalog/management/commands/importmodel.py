@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from hwcatalog.services import model_import_hf
+from inputs import json_limits
 
 
 class Command(BaseCommand):
@@ -50,6 +51,8 @@ def _read_json(path: Path):
     if path.stat().st_size > settings.MAX_CONFIG_UPLOAD_BYTES:
         raise CommandError(f"{path}: larger than {settings.MAX_CONFIG_UPLOAD_BYTES} bytes; not a config.json")
     try:
-        return json.loads(path.read_text())
+        return json_limits.loads(path.read_text())
+    except json_limits.JSONLimitError as exc:
+        raise CommandError(f"{path}: not a config.json ({exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CommandError(f"{path}: not JSON ({exc})") from None

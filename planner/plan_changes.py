@@ -1,0 +1,26 @@
+"""The two changes a stored plan allows: pinning it (the nightly schedule re-validates pinned plans,
+which spends worker time) and deleting it. Each is its creator's or staff's to make
+(accounts/ownership.py); everything else of a plan is its immutable record."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from accounts.ownership import ensure_may_manage
+from planner.models import Plan
+
+
+@transaction.atomic
+def plan_pin_set(*, plan: Plan, pinned: bool, by) -> Plan:
+    ensure_may_manage(user=by, owner_id=plan.created_by_id, action="pin or unpin", what="this plan")
+    plan = Plan.objects.select_for_update().get(pk=plan.pk)
+    if plan.pinned != pinned:
+        plan.pinned = pinned
+        plan.save(update_fields=["pinned"])
+    return plan
+
+
+@transaction.atomic
+def plan_delete(*, plan: Plan, by) -> None:
+    """Delete the plan; its validation runs stay, without their plan (ValidationRun.plan is SET_NULL)."""
+    ensure_may_manage(user=by, owner_id=plan.created_by_id, action="delete", what="this plan")
+    plan.delete()
