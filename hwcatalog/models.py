@@ -284,8 +284,9 @@ class ModelArch(Sourced):
         return architecture.kv_cache_bytes_per_token(self.shape(), dtype)
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
-        """Bytes of the published parameter count at a dtype."""
-        return self.total_params * architecture.bytes_per_element(dtype)
+        """Bytes of the shape-derived parameter count at a dtype (what the planner counts; the published
+        count is a rounded label)."""
+        return self.parameter_count() * architecture.bytes_per_element(dtype)
 
 
 class CatalogVersion(models.Model):

@@ -156,3 +156,13 @@ def test_a_named_serving_engine_brings_its_fitted_profile_and_its_own_intervals(
     mixed = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8, "serving_engine": "TensorRT-LLM",
                                                          "efficiency": {"request_overhead_s": 0.0}}, format="json").json()  # fmt: skip
     assert mixed["efficiency_source"].endswith("with overrides") and mixed["ttft_s"] < trt["ttft_s"]
+
+
+def test_memory_counts_the_parameters_the_shapes_give_not_the_rounded_published_count(catalog, anonymous_client):
+    from hwcatalog.models import ModelArch
+
+    model = ModelArch.objects.get(slug="llama-3.1-70b")
+    assert model.total_params == 70e9 and model.parameter_count() == pytest.approx(70.55e9, rel=1e-3)
+    body = {**BASE, "model": "llama-3.1-70b", "chip": "nvidia-h200-sxm", "chip_count": 2, "tensor_parallel": 2, "batch": 1}
+    memory = anonymous_client.post("/api/v1/estimates/", body, format="json").json()["memory"]
+    assert memory["weights_bytes_per_chip"] == pytest.approx(model.parameter_count() * 2 / 2, rel=1e-6)  # 141.1 GB at bf16, over 2 GPUs
