@@ -2,7 +2,9 @@
 
 Styles understood: Llama, Mistral, Qwen2/Qwen3 (the Llama key set), Mixtral (num_local_experts),
 Qwen3-MoE (num_experts, moe_intermediate_size), gpt-oss (experts, alternating sliding-window layers),
-DeepSeek-V3 (MLA + routed/shared experts), GPT-J (n_embd/n_layer/n_head). The checkpoint's weight format
+DeepSeek-V3 (MLA + routed/shared experts), GPT-J (n_embd/n_layer/n_head), Llama 4 (its text_config: routed
+experts plus one shared expert, MoE on every `interleave_moe_layer_step`-th layer, chunked local attention on the
+layers that use RoPE, held as a window of `attention_chunk_size` tokens). The checkpoint's weight format
 comes from `quantization_config` (config.json) or `hf_quant_config.json` (NVIDIA ModelOpt). Every problem
 is reported against the config key it came from, so an API client sees which field is wrong.
 """
@@ -18,7 +20,7 @@ LLAMA_STYLE = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qw
 STYLE_BY_MODEL_TYPE = {
     "llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama",
     "mixtral": "mixtral", "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3", "gptj": "gptj",
-    "qwen3_moe": "qwen3_moe", "gpt_oss": "gpt_oss",
+    "qwen3_moe": "qwen3_moe", "gpt_oss": "gpt_oss", "llama4": "llama4", "llama4_text": "llama4",
 }
 
 
@@ -57,12 +59,15 @@ def detect_style(config: dict[str, Any]) -> str:
             return "qwen3_moe"
         if "GptOssForCausalLM" in names:
             return "gpt_oss"
+        if names & {"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}:
+            return "llama4"
     raise ConfigError({"model_type": f"Unsupported model_type {model_type!r}; supported: {', '.join(sorted(STYLE_BY_MODEL_TYPE))}."})
 
 
 class _Reader:
-    def __init__(self, config: dict[str, Any]):
+    def __init__(self, config: dict[str, Any], prefix: str = ""):
         self.config = config
+        self.prefix = prefix  # "text_config." when the shapes are nested (Llama 4)
         self.errors: dict[str, str] = {}
 
     def integer(
@@ -72,16 +77,16 @@ class _Reader:
         value = self.config.get(key, default)
         if value is None:
             if required:
-                self.errors[key] = "Missing from config.json."
+                self.errors[self.prefix + key] = "Missing from config.json."
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            self.errors[key] = f"Must be an integer, got {type(value).__name__}."
+            self.errors[self.prefix + key] = f"Must be an integer, got {type(value).__name__}."
             return None
         if value < minimum:
-            self.errors[key] = "Must be greater than zero." if minimum == 1 else f"Must be at least {minimum}."
+            self.errors[self.prefix + key] = "Must be greater than zero." if minimum == 1 else f"Must be at least {minimum}."
             return None
         if value > maximum:
-            self.errors[key] = f"Must be at most {maximum:,}."
+            self.errors[self.prefix + key] = f"Must be at most {maximum:,}."
             return None
         return value
 
@@ -94,7 +99,7 @@ class _Reader:
     def boolean(self, key: str, default: bool) -> bool:
         value = self.config.get(key, default)
         if not isinstance(value, bool):
-            self.errors[key] = "Must be true or false."
+            self.errors[self.prefix + key] = "Must be true or false."
             return default
         return value
 
@@ -114,7 +119,12 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
     if quant_config is not None and not isinstance(quant_config, dict):
         raise ConfigError({"quant_config": "An hf_quant_config.json must be a JSON object."})
     style = detect_style(config)
-    r = _Reader(config)
+    shape_config, prefix = config, ""
+    if style == "llama4" and "text_config" in config:
+        shape_config, prefix = config["text_config"], "text_config."
+        if not isinstance(shape_config, dict):
+            raise ConfigError({"text_config": "Must be a JSON object."})
+    r = _Reader(shape_config, prefix)
     if style == "gptj":
         hidden = r.integer("n_embd")
         heads = r.integer("n_head")
@@ -157,10 +167,10 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
                 moe_intermediate_size=fields["intermediate_size"],
             )
             if style == "gpt_oss":
-                fields.update(_gpt_oss_windows(config, r, fields["num_layers"] or 0))
+                fields.update(_gpt_oss_windows(shape_config, r, fields["num_layers"] or 0))
         elif style == "qwen3_moe":
             layers = fields["num_layers"] or 0
-            dense_only = config.get("mlp_only_layers", [])
+            dense_only = shape_config.get("mlp_only_layers", [])
             if not isinstance(dense_only, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in dense_only):
                 r.errors["mlp_only_layers"] = "Must be a list of layer indices."
                 dense_only = []
@@ -174,11 +184,13 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
                 moe_layer_count=layers - len(set(dense_only)),
                 moe_intermediate_size=r.integer("moe_intermediate_size"),
             )
-        if style == "llama" and config.get("model_type") == "mistral" and config.get("sliding_window") is not None:
+        elif style == "llama4":
+            fields.update(_llama4_experts_and_chunks(shape_config, r, fields))
+        if style == "llama" and shape_config.get("model_type") == "mistral" and shape_config.get("sliding_window") is not None:
             fields["sliding_window"] = r.context("sliding_window")
         elif style == "deepseek_v3":
             layers = fields["num_layers"] or 0
-            first_dense = config.get("first_k_dense_replace", 0)
+            first_dense = shape_config.get("first_k_dense_replace", 0)
             if isinstance(first_dense, bool) or not isinstance(first_dense, int) or not 0 <= first_dense <= layers:
                 r.errors["first_k_dense_replace"] = "Must be an integer between 0 and num_hidden_layers."
                 first_dense = 0
@@ -204,6 +216,48 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
     fields["total_params"] = architecture.parameter_count(shape)
     fields["active_params"] = architecture.active_parameter_count(shape)
     return ImportedArch(fields=fields, style=style)
+
+
+def _llama4_experts_and_chunks(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """Llama 4 (transformers' Llama4TextConfig): every MoE layer has `num_local_experts` routed experts and one
+    shared expert, all `intermediate_size` wide; MoE layers are every `interleave_moe_layer_step`-th
+    (`moe_layers` when given), the rest dense with `intermediate_size_mlp`. Layers that use RoPE
+    (`no_rope_layers` 1; default: all but every 4th) attend within chunks of `attention_chunk_size` tokens,
+    so they never hold more than that many: the catalog keeps it as a window over those layers."""
+    layers = fields["num_layers"] or 0
+    expert_width = fields["intermediate_size"]
+    step = r.integer("interleave_moe_layer_step", default=1, maximum=MAX_LAYERS)
+    moe = cfg.get("moe_layers")
+    if moe is not None:
+        if not isinstance(moe, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in moe):
+            r.errors[r.prefix + "moe_layers"] = "Must be a list of layer indices."
+            moe = []
+        moe_count = len(set(moe))
+    else:
+        moe_count = len(range(step - 1, layers, step)) if step else 0
+    out = {
+        "num_experts": r.integer("num_local_experts"),
+        "experts_per_token": r.integer("num_experts_per_tok"),
+        "num_shared_experts": 1,
+        "moe_layer_count": moe_count,
+        "moe_intermediate_size": expert_width,
+        "intermediate_size": r.integer("intermediate_size_mlp", default=expert_width),
+    }
+    if cfg.get("attention_chunk_size") is None:
+        return out
+    chunk = r.context("attention_chunk_size")
+    rope = cfg.get("no_rope_layers")
+    if rope:  # transformers falls back to the default on a missing or empty list
+        if not isinstance(rope, list) or len(rope) != layers or not all(v in (0, 1) and not isinstance(v, bool) for v in rope):
+            r.errors[r.prefix + "no_rope_layers"] = "Must give 0 or 1 for each of num_hidden_layers."
+            return out
+        chunked = sum(rope)
+    else:
+        interval = r.integer("no_rope_layer_interval", default=4, maximum=MAX_LAYERS) or 4
+        chunked = sum(1 for i in range(layers) if (i + 1) % interval != 0)
+    if chunked:
+        out.update(sliding_window=chunk, sliding_window_layers=chunked)
+    return out
 
 
 def _gpt_oss_windows(config: dict[str, Any], r: _Reader, layers: int) -> dict[str, Any]:

@@ -16,6 +16,9 @@ REQUIRED_MODELS = {
     "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b",
     "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b", "deepseek-v3", "qwen2.5-7b", "qwen2.5-72b", "gpt-j-6b", "opt-13b",
     "llada-8b", "llada-moe-7b-a1b", "fast-dllm-v2-7b",
+    "qwen2.5-3b", "qwen2.5-14b", "qwen2.5-32b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b",
+    "qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "mixtral-8x22b", "gpt-oss-20b", "gpt-oss-120b", "kimi-k2",
+    "llama-4-scout", "llama-4-maverick",
 }
 
 

@@ -23,6 +23,27 @@ REAL_CONFIGS = [
     ("qwen3-235b-a22b-fp8.json", 235e9, 22e9, 2 * 94 * 4 * 128 * 2),
     ("gpt-oss-120b.json", 116.83e9, None, 2 * 36 * 8 * 64 * 2),  # its card's 5.13B active leaves out the embedding
     ("deepseek-v3.1-nvfp4.json", 671e9, 37e9, 61 * 576 * 2),
+    # the published counts of each catalog row (hwcatalog/data/models/*.yaml cites the card)
+    ("llama-3.1-70b.json", 70.6e9, None, 2 * 80 * 8 * 128 * 2),
+    ("llama-3.1-405b.json", 405e9, None, 2 * 126 * 8 * 128 * 2),
+    ("llama-3.2-3b.json", 3.21e9, None, 2 * 28 * 8 * 128 * 2),
+    ("llama-4-scout.json", 109e9, 17e9, 2 * 48 * 8 * 128 * 2),  # 109B includes the vision encoder
+    ("llama-4-maverick.json", 400e9, 17e9, 2 * 48 * 8 * 128 * 2),
+    ("qwen2.5-3b.json", 3.09e9, None, 2 * 36 * 2 * 128 * 2),
+    ("qwen2.5-14b.json", 14.7e9, None, 2 * 48 * 8 * 128 * 2),
+    ("qwen2.5-32b.json", 32.5e9, None, 2 * 64 * 8 * 128 * 2),
+    ("qwen3-0.6b.json", 0.6e9, None, 2 * 28 * 8 * 128 * 2),
+    ("qwen3-1.7b.json", 1.7e9, None, 2 * 28 * 8 * 128 * 2),
+    ("qwen3-4b.json", 4.0e9, None, 2 * 36 * 8 * 128 * 2),
+    ("qwen3-8b.json", 8.2e9, None, 2 * 36 * 8 * 128 * 2),
+    ("qwen3-14b.json", 14.8e9, None, 2 * 40 * 8 * 128 * 2),
+    ("qwen3-30b-a3b.json", 30.5e9, 3.3e9, 2 * 48 * 4 * 128 * 2),
+    ("qwen3-30b-a3b-fp8.json", 30.5e9, 3.3e9, 2 * 48 * 4 * 128 * 2),
+    ("qwen3-235b-a22b.json", 235e9, 22e9, 2 * 94 * 4 * 128 * 2),
+    ("qwen3-coder-480b-a35b.json", 480e9, 35e9, 2 * 62 * 8 * 128 * 2),
+    ("mixtral-8x22b.json", 141e9, 39e9, 2 * 56 * 8 * 128 * 2),
+    ("gpt-oss-20b.json", 20.91e9, 4.19e9, 2 * 24 * 8 * 64 * 2),  # the card's 3.61B active + the 0.58B input embedding
+    ("kimi-k2.json", 1.04e12, 32.6e9, 61 * 576 * 2),  # DeepSeek-V3 architecture, model_type kimi_k2
 ]
 
 
@@ -40,6 +61,30 @@ def test_importing_a_real_config_gives_the_published_sizes(catalog_token_client,
     if active:
         assert model.active_params == pytest.approx(active, rel=0.02)
     assert model.kv_cache_bytes_per_token("bf16") == kv_bytes
+
+
+CATALOG_SHAPE_FIELDS = (
+    "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size",
+    "tie_word_embeddings", "attention_kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim", "num_experts", "experts_per_token", "num_shared_experts", "moe_layer_count", "moe_intermediate_size",
+    "sliding_window", "sliding_window_layers",
+)  # fmt: skip
+CATALOG_FIXTURES = sorted(p.stem for p in FIXTURES.glob("*.json") if not p.stem.endswith("hf_quant_config"))
+
+
+@pytest.mark.parametrize("slug", CATALOG_FIXTURES)
+def test_a_catalog_row_with_a_real_config_has_that_configs_shapes(catalog, slug):
+    """Each catalog row whose config.json is a fixture (tests/fixtures/hf_configs/<slug>.json) holds the
+    shapes the importer reads from it, and its published counts are within 2% of the shape counts."""
+    from hwcatalog.importers.huggingface import fields_from_hf_config
+
+    row = ModelArch.objects.filter(slug=slug).first()
+    if row is None:
+        pytest.skip(f"{slug}.json is an importer fixture with no catalog row of that slug")
+    fields = fields_from_hf_config(_load(f"{slug}.json")).fields
+    assert {k: getattr(row, k) for k in CATALOG_SHAPE_FIELDS} == {k: fields.get(k) for k in CATALOG_SHAPE_FIELDS}
+    assert row.parameter_count() == pytest.approx(row.total_params, rel=0.02)
+    assert row.active_parameter_count() == pytest.approx(row.active_params, rel=0.02)
 
 
 def test_a_config_json_upload_works_as_multipart(catalog_token_client):

@@ -87,3 +87,48 @@ def test_catalog_models_are_found_by_their_hf_ids_and_chips_by_their_aliases(cat
     assert models["deepseek-ai/DeepSeek-R1"].slug == models["nvidia/DeepSeek-R1-NVFP4"].slug == "deepseek-v3"
     assert models["Qwen/Qwen3-235B-A22B-FP8"].slug == "qwen3-235b-a22b"
     assert _by_name(Chip.objects.all(), "aliases")["h200_sxm"].slug == "nvidia-h200-sxm"
+
+
+def test_llama4_scout_reads_its_text_config_shared_expert_and_chunked_layers(catalog_token_client):
+    response = _import(catalog_token_client, "scout", _load("llama-4-scout.json"), hf_id="meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    assert response.status_code == 201, response.json()
+    assert response.json()["detected_style"] == "llama4"
+    model = ModelArch.objects.get(slug="scout")
+    assert (model.num_experts, model.experts_per_token, model.num_shared_experts, model.moe_layer_count) == (16, 1, 1, 48)
+    assert (model.moe_intermediate_size, model.intermediate_size, model.hidden_size, model.num_kv_heads) == (8192, 16384, 5120, 8)
+    # attention_chunk_size 8192 on the RoPE layers: all but every 4th (transformers' default no_rope_layers)
+    assert (model.sliding_window, model.sliding_window_layers) == (8192, 36)
+
+
+def test_llama4_maverick_has_moe_on_every_second_layer_and_dense_ffns_between(catalog_token_client):
+    assert _import(catalog_token_client, "maverick", _load("llama-4-maverick.json")).status_code == 201
+    model = ModelArch.objects.get(slug="maverick")
+    assert (model.num_experts, model.moe_layer_count, model.moe_intermediate_size, model.intermediate_size) == (128, 24, 8192, 16384)
+
+
+def test_llama4_no_rope_layers_and_moe_layers_when_given_and_no_window_without_a_chunk(catalog_token_client):
+    config = _load("llama-4-scout.json")
+    text = config["text_config"]
+    given = {**config, "text_config": {**text, "no_rope_layers": [1, 0] * 24, "moe_layers": [0, 1, 2]}}
+    assert _import(catalog_token_client, "scout-given", given).status_code == 201
+    model = ModelArch.objects.get(slug="scout-given")
+    assert (model.sliding_window_layers, model.moe_layer_count) == (24, 3)
+    plain = {**config, "text_config": {k: v for k, v in text.items() if k != "attention_chunk_size"}}
+    assert _import(catalog_token_client, "scout-plain", plain).status_code == 201
+    assert ModelArch.objects.get(slug="scout-plain").sliding_window is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("num_local_experts", 0), ("num_experts_per_tok", "1"), ("interleave_moe_layer_step", 0),
+        ("intermediate_size_mlp", -1), ("attention_chunk_size", 1.5), ("no_rope_layers", [1] * 47),
+        ("no_rope_layers", "abc"), ("moe_layers", [48]), ("hidden_size", None),
+    ],
+)  # fmt: skip
+def test_a_bad_llama4_text_config_value_gets_400_naming_it(catalog_token_client, key, value):
+    config = _load("llama-4-scout.json")
+    bad = {**config, "text_config": {**config["text_config"], key: value}}
+    response = _import(catalog_token_client, "scout-bad", bad)
+    assert response.status_code == 400 and f"text_config.{key}" in response.json(), response.json()
+    assert not ModelArch.objects.filter(slug="scout-bad").exists()

@@ -22,7 +22,8 @@ DEEPSEEK, GPTJ, GPT_OSS, LLAMA, MISTRAL, MIXTRAL, QWEN3_MOE = (
     "qwen3-235b-a22b-fp8.json",
 )  # fmt: skip
 NVFP4, NVFP4_QUANT = "deepseek-v3.1-nvfp4.json", "deepseek-v3.1-nvfp4.hf_quant_config.json"
-REAL_CONFIGS = [DEEPSEEK, GPTJ, GPT_OSS, LLAMA, MISTRAL, MIXTRAL, QWEN3_MOE, NVFP4, "qwen2.5-7b.json", "qwen3-32b.json"]
+LLAMA4 = "llama-4-scout.json"
+REAL_CONFIGS = sorted(p.name for p in FIXTURES.glob("*.json") if not p.name.endswith("hf_quant_config.json"))
 
 NOT_INTEGERS = ["abc", 1.5, True, {}]
 NOT_POSITIVE = [0, -1]
@@ -69,6 +70,8 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "n_layer": (GPTJ, [*BAD_REQUIRED, 10_001]),
     "n_inner": (GPTJ, BAD_POSITIVE),
     "n_positions": (GPTJ, [*BAD_REQUIRED, 100_000_001]),
+    # llama 4 (its shapes under text_config; the keys inside are checked in test_hf_import_formats.py)
+    "text_config": (LLAMA4, ["abc", [], 5]),
     # the checkpoint's weight format
     "quantization_config": (DEEPSEEK, [
         "abc", [], {"quant_method": 5}, {"quant_method": "unicorn"}, {"quant_method": "awq", "bits": "4"},
