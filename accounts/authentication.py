@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 
 from accounts import services
+from accounts.throttling import BadKeyRateThrottle
 
 
 class ApiTokenAuthentication(BaseAuthentication):
@@ -17,6 +18,17 @@ class ApiTokenAuthentication(BaseAuthentication):
         parts = get_authorization_header(request).split()
         if not parts or parts[0].lower() != self.keyword.lower().encode():
             return None  # another scheme, or none: let the next authentication try
+        # Checked before the key is read: an address over its rate of bad keys gets a 429 and no query.
+        throttle = BadKeyRateThrottle()
+        if not throttle.peek(request):
+            raise Throttled(wait=throttle.wait())
+        try:
+            return self._authenticate_key(parts)
+        except AuthenticationFailed:
+            throttle.count(request)
+            raise
+
+    def _authenticate_key(self, parts: list[bytes]):
         if len(parts) == 1:
             raise AuthenticationFailed("Invalid token header: no key given.")
         if len(parts) > 2:

@@ -91,6 +91,10 @@ INSTALLED_APPS = [
     "planner",
     "jobs",
     "frontend",
+    # Idempotency-Key on the API's create POSTs (idempotency/middleware.py).
+    "idempotency",
+    # Content-Security-Policy (django-csp; its checks catch settings in the old format).
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -98,6 +102,8 @@ MIDDLEWARE = [
     # A control character in the path or the query: 404 or 400 before any view or query sees it.
     "config.middleware.ControlCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy header on every response (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -105,6 +111,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A retried create POST with the same Idempotency-Key gets the first answer (after the session
+    # and CSRF middleware: it authenticates the way the view will, to scope keys per user).
+    "idempotency.middleware.IdempotencyMiddleware",
     # Records who changed a catalog row (DRF hands its authenticated user to the request).
     "simple_history.middleware.HistoryRequestMiddleware",
     # Last, so it sees a view's database errors first: 503 with Retry-After instead of a 500.
@@ -216,6 +225,8 @@ REST_FRAMEWORK = {
         # The web UI's forms (not DRF views; accounts.throttling.rate_limited applies these):
         "ui-writes": env_rate("UI_THROTTLE_WRITES", "60/min"),  # plan and validate forms, per user
         "sign-in": env_rate("UI_THROTTLE_SIGN_IN", "10/min"),  # password attempts per IP (UI and admin)
+        # API keys that do not authenticate (malformed, unknown, revoked), per IP, checked before any query:
+        "bad-keys": env_rate("API_THROTTLE_BAD_KEYS", "20/min"),
     },
     # Proxies in front that append to X-Forwarded-For (1 behind one load balancer): the anonymous
     # rate counts per client address. 0 uses the peer address and ignores the header a client could forge.
@@ -251,6 +262,38 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"ChipKindEnum": "hwcatalog.models.Chip.Kind", "DtypeEnum": "planner.engine.units.DTYPES"},
 }
 
+# --- Idempotency keys -----------------------------------------------------------------
+# How long a retry with the same Idempotency-Key gets the first answer, and after how long a
+# request that never finished (a killed worker) no longer holds its key (gunicorn's timeout is 30 s).
+IDEMPOTENCY_KEY_TTL_S = env_int("IDEMPOTENCY_KEY_TTL_S", 86_400, minimum=60)
+IDEMPOTENCY_LOCK_S = env_int("IDEMPOTENCY_LOCK_S", 120, minimum=10)
+# The Idempotency-Key header in the schema of each create operation, with no view edited.
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",  # drf-spectacular's default, kept
+    "idempotency.schema.add_idempotency_key",
+]
+
+# --- Content-Security-Policy ----------------------------------------------------------
+# Scripts, styles, fonts and images from our own origin only (the vendored Chart.js is a static
+# file): no inline script or event handler runs, no eval, no other host. Templates keep data in
+# json_script blocks (type="application/json": CSP governs executable scripts only). The admin
+# and the Swagger UI (SpectacularSwaggerSplitView: its init script is a URL) fit in it too.
+# data: images: the admin's and Swagger UI's stylesheets use a few SVG data URIs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
 # --- Caches ---------------------------------------------------------------------------
 # "throttle" holds the API rate-limit counters, which every web process (gunicorn workers, other
 # machines) must share: Redis when there is one, else files under var/ (embedded mode, no server).
@@ -273,6 +316,11 @@ CACHES = {
     },
 }
 
+# --- Throttle fallback (accounts.throttling) -------------------------------------------
+# When the throttle cache does not answer, each process counts in its own memory for this long
+# before trying the cache again: rates still hold (per process), sign-in included.
+THROTTLE_FALLBACK_S = env_int("THROTTLE_FALLBACK_S", 10, minimum=1, maximum=600)
+
 # --- Celery ---------------------------------------------------------------------------
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
@@ -280,6 +328,9 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 7200, minimum=60),
         "socket_connect_timeout": 3,  # a broker host that does not answer fails a publish in seconds
+        # ... and one that accepts but hangs (a stopped redis-server) too; the worker's own reads
+        # block at most 1 s (BRPOP), so this never cuts them short.
+        "socket_timeout": env_int("CELERY_BROKER_SOCKET_TIMEOUT_S", 2, minimum=1, maximum=60),
     }
 else:
     # kombu's filesystem transport: a broker that needs no server (embedded mode).
@@ -311,12 +362,32 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Results live in our own tables (ValidationRun, WorkerHeartbeat), never in the result backend;
 # ignoring them also keeps a publish from touching Redis twice.
 CELERY_TASK_IGNORE_RESULT = True
-# A publish to a broker that is down gives up after about a second; the run stays queued and
-# the recovery sweep sends it again (jobs.services.validation_runs_recover).
-VALIDATION_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3, "interval_max": 0.5}
+# A publish to a broker that is down gives up at once (refused) or after two tries of
+# socket_timeout (hung, about 5 s); the run stays queued, the POST answers 202, and the recovery
+# sweep sends it again (jobs.services.validation_runs_recover).
+VALIDATION_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.3, "interval_max": 0.5}
+
+# --- Validation run recovery (jobs.services, jobs.schedules) ----------------------------
 # A queued run whose message was not taken this long after it was sent is sent again (then
-# after 2x, 4x, ...): a broker restarted without persistence loses its queues.
-VALIDATION_RESEND_AFTER_S = env_int("VALIDATION_RESEND_AFTER_S", 600, minimum=1)
+# after 2x, 4x, ...): a broker restarted without persistence loses its queues. With the sweep
+# every VALIDATION_SWEEP_EVERY_S, a lost message is sent again at most 30 + 20 = 50 s after it
+# was sent; a run that merely waits behind a long trial gains a duplicate (a no-op) at 30, 90,
+# 210 s, ...
+VALIDATION_RESEND_AFTER_S = env_int("VALIDATION_RESEND_AFTER_S", 30, minimum=1)
+VALIDATION_SWEEP_EVERY_S = env_int("VALIDATION_SWEEP_EVERY_S", 20, minimum=1, maximum=3600)
+# The health check (GET /api/v1/health/jobs/) and the UI warn when the recovery sweep or every
+# worker's heartbeat is older than this: a beat that died, or no worker to run what it sends.
+JOBS_STALE_AFTER_S = env_int("JOBS_STALE_AFTER_S", 150, minimum=30)
+
+# --- Plan searches (planner.services.plan_create, planner/tasks.py) ---------------------
+# A plan of at most this many candidate configurations is searched inside the request (about
+# 0.1 s); a bigger one is stored queued and searched by a worker (the API answers 202).
+PLAN_INLINE_MAX_CANDIDATES = env_int("PLAN_INLINE_MAX_CANDIDATES", 100_000, minimum=0)
+# A worker's search stops here and the plan is marked failed (5 M candidates take ~4 s).
+PLAN_TASK_SOFT_TIME_LIMIT = env_int("PLAN_TASK_SOFT_TIME_LIMIT_S", 300, minimum=10)
+PLAN_TASK_TIME_LIMIT = env_int("PLAN_TASK_TIME_LIMIT_S", 330, minimum=20)
+# A plan's status is one enum in the schema (validation runs have their own).
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {**SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"], "PlanStatusEnum": "planner.models.Plan.Status"}
 
 # --- Production hardening -------------------------------------------------------------
 if PRODUCTION:

@@ -57,7 +57,10 @@ def validation_context(run) -> dict[str, Any]:
         for key, label, fmt in VALIDATION_METRICS
         if key in predicted or key in measured
     ]
-    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": run.status in ("queued", "running")}
+    active = run.status in ("queued", "running")
+    # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
+    jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
+    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems}
 
 
 # --- plan form --------------------------------------------------------------------------------
@@ -172,6 +175,8 @@ def _selected_rank(request: HttpRequest, count: int) -> int:
 @require_GET
 def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     plan = _plan_or_404(plan_id)
+    if plan.status != Plan.Status.DONE:  # a worker is searching (the page polls), or the search failed
+        return render(request, "frontend/plan_running.html", {"plan": plan})
     results = plan.results or {}
     ranked = results.get("ranked") or []
     table = [

@@ -4,6 +4,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.generics import ListAPIView
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -30,13 +31,17 @@ class PlanValidationsApi(ListAPIView):
     def get_queryset(self):
         return selectors.validation_run_list(plan=_get_or_404(Plan, self.kwargs["plan_id"]))
 
-    @extend_schema(request=ValidationRunInputSerializer, responses={201: ValidationRunSerializer})
+    @extend_schema(request=ValidationRunInputSerializer, responses={201: ValidationRunSerializer, 202: ValidationRunSerializer})
     def post(self, request, plan_id):
+        """201: the run is stored and its message is with the broker. 202: the run is stored but the
+        broker did not take its message (down, or slower than its timeout); the recovery sweep sends
+        it, so the client must not retry (a retry would make a second run)."""
         plan = _get_or_404(Plan, plan_id)
         serializer = ValidationRunInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         run = services.validation_run_create(plan=plan, user=request.user, **serializer.validated_data)
-        return Response(ValidationRunSerializer(run).data, status=status.HTTP_201_CREATED)
+        accepted = getattr(run, "published", None) is False
+        return Response(ValidationRunSerializer(run).data, status=status.HTTP_202_ACCEPTED if accepted else status.HTTP_201_CREATED)
 
 
 class ValidationListApi(ListAPIView):
@@ -75,3 +80,15 @@ class ValidationCancelApi(APIView):
         run = services.validation_run_cancel(run=_get_or_404(ValidationRun, run_id), by=request.user)
         return Response(ValidationRunSerializer(run).data)
 
+
+
+class JobsHealthApi(APIView):
+    """200 while the recovery sweep and a worker heartbeat are fresh, else 503 saying what stopped
+    (a beat that died, no worker): for a load balancer's or Compose's health check."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: dict, 503: dict})
+    def get(self, request):
+        health = selectors.jobs_health()
+        return Response(health, status=status.HTTP_200_OK if health["ok"] else status.HTTP_503_SERVICE_UNAVAILABLE)

@@ -61,6 +61,9 @@ class ValidationRun(models.Model):
     )
     send_count = models.PositiveIntegerField(default=0, help_text="Task messages sent for this run (re-sends after a lost message count).")
     worker_hostname = models.CharField(max_length=255, blank=True, default="")
+    worker_pid = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The worker process supervising the trial: a re-delivered message on the same host takes over once it is gone."
+    )
     device_name = models.CharField(max_length=255, blank=True, default="")
     matched_chip_slug = models.CharField(max_length=80, blank=True, default="")
     predicted = models.JSONField(default=dict, blank=True)
@@ -103,3 +106,18 @@ class ScheduleClaim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} @ {self.period}"
+
+
+class ScheduledTaskRun(models.Model):
+    """When each scheduled task last ran, written by the task itself: a beat that died (or no
+    worker to run what it sends) shows as a stale row, which the health check and the UI report."""
+
+    RECOVERY_SWEEP = "recover validation runs"
+
+    name = models.CharField(max_length=120, unique=True)
+    last_run_at = models.DateTimeField()
+    runs = models.PositiveBigIntegerField(default=0)
+    ran_on = models.CharField(max_length=255, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"{self.name} @ {self.last_run_at:%Y-%m-%d %H:%M:%S}"

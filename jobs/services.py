@@ -5,21 +5,26 @@ validation_run_execute only, so the web process never loads torch."""
 from __future__ import annotations
 
 import logging
-import threading
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 import traceback
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.ownership import ensure_may_manage
 from hwcatalog.models import Chip, ModelArch
 from jobs import selectors
-from jobs.models import ScheduleClaim, ValidationRun, WorkerHeartbeat
+from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHeartbeat
 from planner import calibrations
 from planner.models import Plan
 from planner.services import trial_prediction
@@ -28,7 +33,11 @@ logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 2
 HEARTBEAT_INTERVAL_S = 5.0
-STALE_AFTER_S = 60.0
+# A run "running" with no heartbeat for this long lost its worker (the whole worker, or its host):
+# six missed beats. A trial process that dies under a live worker is seen at once (_supervise).
+STALE_AFTER_S = 30.0
+SUPERVISE_POLL_S = 0.5  # how often the worker checks its trial process and the run's status (cancel)
+STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this
 # Defaults keep a CPU trial to seconds; a GPU worker gets the issue's benchmark sizes.
 DEFAULT_PARAMS = {
     "cpu": {"batch": 1, "prompt_tokens": 32, "decode_steps": 16, "dtype": "fp32", "max_layers": 2},
@@ -101,7 +110,8 @@ def validation_run_create(*, plan: Plan, rank: int, trial: str, queue: str = "cp
         plan=plan, rank=rank, configuration=ranked[rank - 1], model_slug=model.slug, trial=trial, queue=queue,
         params=_clean_params(trial, queue, params, model), created_by=user if getattr(user, "is_authenticated", False) else None,
     )  # fmt: skip
-    transaction.on_commit(lambda: _send(run))
+    run.published = None  # set after commit: True once the broker took the message, False if it refused
+    transaction.on_commit(lambda: setattr(run, "published", _send(run)))
     return run
 
 
@@ -149,45 +159,42 @@ def _claim(run_id: str, *, hostname: str, task_id: str) -> ValidationRun | None:
             return None
         fresh = timezone.now() - timedelta(seconds=STALE_AFTER_S)
         if run.status == ValidationRun.Status.RUNNING and run.heartbeat_at and run.heartbeat_at >= fresh:
-            return None  # a duplicate message (a re-send) while a live worker runs it: nothing to do
+            if not _holder_gone(run, hostname=hostname):
+                return None  # a duplicate message (a re-send) while a live worker runs it: nothing to do
+            # Re-delivered because the worker process holding it died (acks_late): take over now,
+            # not after the heartbeat goes stale.
+            logger.warning("validation run %s: its worker process %s on %s is gone; taking it over", run.pk, run.worker_pid, hostname)
         if run.attempts >= MAX_ATTEMPTS:
             _finish(run, status=ValidationRun.Status.FAILED, reason=f"the worker running it was lost {run.attempts} times")
             return None
         now = timezone.now()
         run.status, run.attempts, run.started_at, run.heartbeat_at = ValidationRun.Status.RUNNING, run.attempts + 1, now, now
-        run.worker_hostname, run.celery_task_id = hostname, task_id or run.celery_task_id
-        run.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "worker_hostname", "celery_task_id"])
+        run.worker_hostname, run.worker_pid, run.celery_task_id = hostname, os.getpid(), task_id or run.celery_task_id
+        run.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "worker_hostname", "worker_pid", "celery_task_id"])
         return run
+
+
+def _holder_gone(run: ValidationRun, *, hostname: str) -> bool:
+    """True when the process that claimed the run is known to be gone: it ran on this host (the
+    same Celery node name) and no process has its pid, or the pid is ours (a process runs one task
+    at a time, so an earlier claim of ours ended with that process's old life)."""
+    if not hostname or run.worker_hostname != hostname or not run.worker_pid:
+        return False
+    if run.worker_pid == os.getpid():
+        return True
+    try:
+        os.kill(run.worker_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _finish(run: ValidationRun, *, status: str, reason: str = "", **fields) -> None:
     ValidationRun.objects.filter(pk=run.pk).exclude(status=ValidationRun.Status.CANCELLED).update(
         status=status, failure_reason=reason[:5000], finished_at=timezone.now(), **fields
     )
-
-
-class _Heartbeat:
-    """Writes heartbeat_at every few seconds from a thread while the trial runs, so a run
-    whose worker died is told apart from a slow one."""
-
-    def __init__(self, run_id):
-        self.run_id, self.stop = run_id, threading.Event()
-        self.thread = threading.Thread(target=self._beat, daemon=True)
-
-    def _beat(self) -> None:
-        try:
-            while not self.stop.wait(HEARTBEAT_INTERVAL_S):
-                ValidationRun.objects.filter(pk=self.run_id, status=ValidationRun.Status.RUNNING).update(heartbeat_at=timezone.now())
-        finally:
-            connection.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(timeout=10)
 
 
 def _progress_writer(run: ValidationRun, log: list[str]):
@@ -213,17 +220,91 @@ def _errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, fl
 
 
 def validation_run_execute(*, run_id: str, hostname: str = "", task_id: str = "") -> None:
-    """Run the trial on this worker's device, store predicted vs measured, refit the calibration."""
+    """Claim the run and supervise its trial, which runs in a process of its own (jobs/trial_process.py):
+    a trial process that dies is seen within SUPERVISE_POLL_S and the run fails with the reason; a
+    cancel stops it (SIGTERM, SIGKILL after STOP_GRACE_S) within about a second; the heartbeat is
+    written here, only while the trial process lives."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
     run = _claim(run_id, hostname=hostname, task_id=task_id)
+    if run is None:
+        return
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jobs.trial_process", str(run.pk)], cwd=settings.BASE_DIR,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings")},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+        try:
+            _supervise(run, process, stderr)
+        except SoftTimeLimitExceeded:
+            _stop(process)
+            _finish(run, status=ValidationRun.Status.FAILED, reason="the trial ran past its time limit")
+        except BaseException:
+            _stop(process)  # a worker shutting down (or any error here) never leaves a trial running unsupervised
+            raise
+        finally:
+            close_old_connections()
+
+
+def _supervise(run: ValidationRun, process: subprocess.Popen, stderr) -> None:
+    last_beat = time.monotonic()
+    while True:
+        returncode = process.poll()
+        if returncode is not None:
+            _trial_process_ended(run, returncode, stderr)
+            return
+        status = ValidationRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        if status != ValidationRun.Status.RUNNING:  # cancelled (or deleted): stop the trial now
+            cancelled_at = time.monotonic()
+            _stop(process)
+            stopped_s = time.monotonic() - cancelled_at
+            logger.info("validation run %s: trial process %s stopped %.2f s after the cancel was seen", run.pk, process.pid, stopped_s)
+            ValidationRun.objects.filter(pk=run.pk, status=ValidationRun.Status.CANCELLED).update(
+                progress_message=f"cancelled; the trial process stopped {stopped_s:.1f} s after the worker saw it"
+            )
+            return
+        if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL_S:
+            ValidationRun.objects.filter(pk=run.pk, status=ValidationRun.Status.RUNNING).update(heartbeat_at=timezone.now())
+            last_beat = time.monotonic()
+        time.sleep(SUPERVISE_POLL_S)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def _trial_process_ended(run: ValidationRun, returncode: int, stderr) -> None:
+    """The trial process finishes the run itself; if it ended and the run is still running, it died."""
+    if not ValidationRun.objects.filter(pk=run.pk, status=ValidationRun.Status.RUNNING).exists():
+        return
+    how = f"killed by signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit status {returncode}"
+    stderr.seek(0)
+    tail = stderr.read()[-3000:].decode(errors="replace")
+    logger.warning("validation run %s: the trial process died (%s)", run.pk, how)
+    _finish(run, status=ValidationRun.Status.FAILED, reason=f"the trial process died ({how}); out of memory is the usual cause",
+            log_tail=tail)  # fmt: skip
+
+
+def validation_trial_run(*, run_id: str) -> None:
+    """Run the trial on this worker's device, store predicted vs measured, refit the calibration.
+    Called in the trial process (jobs/trial_process.py) once the worker has claimed the run."""
+    run = ValidationRun.objects.filter(pk=run_id, status=ValidationRun.Status.RUNNING).first()
     if run is None:
         return
     log: list[str] = []
     progress = _progress_writer(run, log)
     try:
-        from jobs import runner  # imports torch: workers only
+        from jobs import runner  # imports torch: trial processes only
 
-        with _Heartbeat(run.pk):
-            outcome = runner.run_trial(run=run, progress=progress)
+        outcome = runner.run_trial(run=run, progress=progress)
         chip = outcome.chip
         measured = outcome.measured
         predicted = {}
@@ -243,11 +324,8 @@ def validation_run_execute(*, run_id: str, hostname: str = "", task_id: str = ""
     except Cancelled:
         logger.info("validation run %s was cancelled", run_id)
     except Exception as exc:  # noqa: BLE001 - any failure ends the run with its reason, never "running"
-        from celery.exceptions import SoftTimeLimitExceeded
-
-        reason = "the trial ran past its time limit" if isinstance(exc, SoftTimeLimitExceeded) else f"{type(exc).__name__}: {exc}"
         log.append(traceback.format_exc()[-3000:])
-        _finish(run, status=ValidationRun.Status.FAILED, reason=reason, log_tail="\n".join(log[-50:]))
+        _finish(run, status=ValidationRun.Status.FAILED, reason=f"{type(exc).__name__}: {exc}", log_tail="\n".join(log[-50:]))
         logger.exception("validation run %s failed", run_id)
     finally:
         close_old_connections()
@@ -264,12 +342,24 @@ def _refit_calibration(*, chip: Chip, dtype: str) -> None:
         calibrations.calibration_fit(chip=chip, weight_dtype=dtype, observations=observations, run_ids=[r.pk for r in runs])
 
 
+def scheduled_task_ran(*, name: str, ran_on: str = "") -> None:
+    """Note that a scheduled task ran now (jobs.selectors.jobs_health reads it)."""
+    updated = ScheduledTaskRun.objects.filter(name=name).update(last_run_at=timezone.now(), runs=F("runs") + 1, ran_on=ran_on[:255])
+    if not updated:
+        try:
+            with transaction.atomic():
+                ScheduledTaskRun.objects.create(name=name, last_run_at=timezone.now(), runs=1, ran_on=ran_on[:255])
+        except IntegrityError:  # another worker's first run got there first
+            pass
+
+
 def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S, resend_after_s: float | None = None) -> dict[str, int]:
-    """Scheduled every minute. Runs left "running" by a worker that died (no heartbeat for
+    """Scheduled every VALIDATION_SWEEP_EVERY_S (20 s). Runs left "running" by a worker that died (no heartbeat for
     stale_after_s) are re-queued while attempts remain, else failed with the reason. Queued
     runs whose message never reached the broker, or whose message was sent resend_after_s ago
     and not taken (a broker restarted without persistence loses its queues), are sent again;
     a duplicate message is harmless, since _claim runs a run once."""
+    scheduled_task_ran(name=ScheduledTaskRun.RECOVERY_SWEEP)
     resent = _queued_runs_resend(resend_after_s=settings.VALIDATION_RESEND_AFTER_S if resend_after_s is None else resend_after_s)
     cutoff = timezone.now() - timedelta(seconds=stale_after_s)
     requeued = failed = 0

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -43,14 +44,31 @@ class PlanOutputSerializer(serializers.ModelSerializer):
         model = Plan
         fields = [
             "id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens",
-            "pinned", "created_at", "calibration_used", "results", "catalog_snapshot",
+            "pinned", "created_at", "status", "progress", "error", "finished_at", "calibration_used", "results", "catalog_snapshot",
         ]  # fmt: skip
 
 
 class PlanSummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = Plan
-        fields = ["id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned", "created_at"]
+        fields = ["id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned",
+                  "created_at", "status", "progress"]  # fmt: skip
+
+
+class PlanQueuedSerializer(serializers.ModelSerializer):
+    """A search too big to run inside the request: stored queued, run by a worker. Poll `url`
+    (the plan) until `status` is done (results stored) or failed (`error` says why)."""
+
+    url = serializers.SerializerMethodField(help_text="The plan's address: GET it until status is done or failed.")
+
+    class Meta:
+        model = Plan
+        fields = ["id", "url", "status", "progress", "candidate_count", "model_slug", "created_at"]
+
+    def get_url(self, plan: Plan) -> str:
+        path = reverse("plan-detail", kwargs={"plan_id": plan.id})
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
 
 
 class PlanListCreateApi(ListAPIView):
@@ -66,7 +84,13 @@ class PlanListCreateApi(ListAPIView):
     def get_queryset(self):
         return selectors.plan_list(model_slug=self.request.query_params.get("model"))
 
-    @extend_schema(request=PlanInputSerializer, responses={201: PlanOutputSerializer})
+    @extend_schema(
+        request=PlanInputSerializer,
+        responses={
+            201: OpenApiResponse(PlanOutputSerializer, description="A small search, run inside the request: the stored plan."),
+            202: OpenApiResponse(PlanQueuedSerializer, description="A bigger search, queued for a worker: poll `url` (the `Location` header)."),
+        },
+    )
     def post(self, request):
         serializer = PlanInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -74,6 +98,9 @@ class PlanListCreateApi(ListAPIView):
             plan = services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
         except services.PlanTooLarge as exc:
             return Response({"hardware": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        if plan.pending:
+            queued = PlanQueuedSerializer(plan, context={"request": request}).data
+            return Response(queued, status=status.HTTP_202_ACCEPTED, headers={"Location": queued["url"]})
         return Response(PlanOutputSerializer(plan).data, status=status.HTTP_201_CREATED)
 
 

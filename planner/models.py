@@ -10,7 +10,15 @@ class Plan(models.Model):
     """A stored search: its inputs, the catalog values it used and its ranked results.
 
     Immutable once stored: a changed catalog makes new plans, it never rewrites old ones
-    (the catalog snapshot is what lets a plan be reproduced after prices change)."""
+    (the catalog snapshot is what lets a plan be reproduced after prices change). A search too
+    big to run inline is stored queued and run by a worker (planner/tasks.py): until it is done
+    or failed, the worker fills in its run fields (RUN_FIELDS), and only then."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     model_slug = models.CharField(max_length=80)
@@ -24,6 +32,14 @@ class Plan(models.Model):
     pinned = models.BooleanField(default=False, help_text="Re-validated by the nightly schedule.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DONE,
+                              help_text="queued and running: a worker is searching; done: results stored; failed: see error.")
+    progress = models.FloatField(default=1.0, help_text="Share of the candidates evaluated, 0 to 1.")
+    error = models.TextField(blank=True, default="", help_text="Why the search failed, in words.")
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Workers that took the search (a lost worker's is taken again).")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress written by the worker.")
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -33,12 +49,27 @@ class Plan(models.Model):
 
     # Only these may change once a plan is stored; everything else is its record.
     MUTABLE_FIELDS = frozenset({"pinned"})
+    # ...and these too while the plan is queued or running: the worker writes its result.
+    RUN_FIELDS = frozenset({
+        "status", "progress", "error", "attempts", "started_at", "heartbeat_at", "finished_at", "results", "catalog_snapshot",
+        "calibration_used", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens",
+    })  # fmt: skip
+    PENDING = (Status.QUEUED, Status.RUNNING)
+
+    @property
+    def pending(self) -> bool:
+        return self.status in self.PENDING
 
     def save(self, *args, **kwargs):
         if not self._state.adding:
-            fields = kwargs.get("update_fields")
-            if fields is None or not set(fields) <= self.MUTABLE_FIELDS:
-                raise PlanImmutable(f"plan {self.id} is immutable once stored; only {sorted(self.MUTABLE_FIELDS)} may change (save with update_fields)")
+            if kwargs.get("update_fields") is None:
+                raise PlanImmutable(f"plan {self.id} is immutable once stored; save with update_fields")
+            fields = set(kwargs["update_fields"])
+            if not fields <= self.MUTABLE_FIELDS:
+                stored = Plan.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+                if stored not in self.PENDING or not fields <= self.MUTABLE_FIELDS | self.RUN_FIELDS:
+                    raise PlanImmutable(f"plan {self.id} is immutable once stored; only {sorted(self.MUTABLE_FIELDS)} may change "
+                                        f"(and its run fields while it is queued or running)")  # fmt: skip
         super().save(*args, **kwargs)
 
 

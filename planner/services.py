@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import logging
 import math
+import time
+from collections.abc import Callable
 
 import numpy as np
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
 
 from hwcatalog import selectors as catalog
 from hwcatalog.cache import catalog_snapshot
@@ -21,13 +28,14 @@ from planner.engine import (
     SearchOptions,
     Workload,
     estimate,
-    search,
     tensor_parallel_options,
 )
 from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
-from planner.engine.grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL
+from planner.engine.grid import DEFAULT_BATCHES, grid_size
+from planner.engine.search import grid_spec
+from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_variants,
     profile_covers,
@@ -39,8 +47,11 @@ from planner.engine_profiles import (
 )
 from planner.models import Plan
 
-# A plan evaluates at most this many candidate configurations; more is refused up front
-# with a message saying what to narrow (the search itself is ~1M configurations/s).
+logger = logging.getLogger(__name__)
+
+# A plan evaluates at most this many candidate configurations, counted exactly before any is
+# built (plan_search_prepare); more is refused up front with a 400 naming the fields to narrow.
+# A worker searches 5 M in ~10 s with memory bounded by the chunk (planner/engine/streamed.py).
 MAX_PLAN_CANDIDATES = 5_000_000
 PLAN_TOP_N = 100
 RENT_MODELS = ("on_demand", "reserved", "spot")
@@ -232,13 +243,6 @@ def plan_search_options(data: dict[str, Any], *, decodings: tuple[Decoding, ...]
     )
 
 
-def plan_candidate_bound(*, chip_count: int, options: SearchOptions, workload: Workload) -> int:
-    """An upper bound of the grid's size, known before building it."""
-    counts = int(math.log2(max(options.max_chip_count, 1))) + 1
-    batches = 1 if workload.concurrency else len(DEFAULT_BATCHES)
-    return chip_count * counts * len(DEFAULT_TENSOR_PARALLEL) * len(options.weight_dtypes) * batches * len(options.decodings)
-
-
 def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = False) -> dict[str, Any]:
     est = result.estimate(int(i))
     row = json_safe(est)
@@ -263,9 +267,38 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = F
     return row
 
 
-@transaction.atomic
-def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) -> Plan:
-    """Search, rank and store a Plan with its inputs and the catalog values it used."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PreparedSearch:
+    """A plan's search, ready to run: the engine's inputs and the exact number of candidates."""
+
+    model: ModelArch
+    workload: Workload
+    chips: list[Chip]
+    engines: tuple[str | None, ...]
+    specs: tuple
+    options: SearchOptions
+    offerings: list
+    offering_specs: dict[str, list]
+    calibration: dict
+    candidates: int
+
+
+def _too_large_message(count: int, *, data: dict[str, Any], variants: int) -> str:
+    hardware = data["hardware"]
+    batches = "one batch size (workload.concurrency)" if data["workload"].get("concurrency") else f"{len(DEFAULT_BATCHES)} batch sizes"
+    return (
+        f"This search would evaluate {count:,} configurations (limit {MAX_PLAN_CANDIDATES:,}); narrow it: "
+        f"hardware.chips, hardware.kinds or hardware.vendors ({variants} chips and engine variants now), "
+        f"hardware.max_chips ({hardware['max_chips']} now), hardware.weight_dtypes "
+        f"({len(hardware.get('weight_dtypes') or SearchOptions().weight_dtypes)} now), decodings ({len(data['decodings'])} now), "
+        f"serving_engine (name one), or give workload.concurrency ({batches} now)."
+    )
+
+
+def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
+    """Resolve a validated plan request into the engine's inputs and count its candidates exactly
+    (planner.engine.grid.grid_size, the same per-chip layouts the grid is built from), without
+    building any. PlanTooLarge when nothing matches or it is over MAX_PLAN_CANDIDATES."""
     model: ModelArch = data["model"]
     workload = _workload(data["workload"])
     chips = _chips_for(data["hardware"])
@@ -279,45 +312,64 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
     options = plan_search_options(data, decodings=decodings)
     # Each chip a fitted profile covers is tried under every serving engine, or the one the request names.
     engines = (engine,) if engine else serving_engines()
-    variants = sum(len(engines) if profile_covers(c) else 1 for c in chips)
-    bound = plan_candidate_bound(chip_count=variants, options=options, workload=workload)
-    if bound > MAX_PLAN_CANDIDATES:
-        raise PlanTooLarge(
-            f"This search would evaluate up to {bound:,} configurations (limit {MAX_PLAN_CANDIDATES:,}); "
-            "narrow it: fewer chips or kinds, a lower max_chips, fewer weight_dtypes or decodings, or give a concurrency."
-        )
     chip_slugs = [c.slug for c in chips]
-    offerings = list(catalog.offerings_for_chips(chip_slugs=chip_slugs))
     calibration = catalog_specs.calibrations_for(chip_slugs)
     specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
                                                   catalog_specs.engine_schedulers())  # fmt: skip
-    options = dataclasses.replace(options, calibration=searched_calibration)
+    model_spec = catalog_specs.model_spec(model)
+    count = grid_size(grid_spec(model_spec, specs, workload, options))
+    if count > MAX_PLAN_CANDIDATES:
+        raise PlanTooLarge(_too_large_message(count, data=data, variants=len(specs)))
+    offerings = list(catalog.offerings_for_chips(chip_slugs=chip_slugs))
     offering_specs: dict[str, list] = {}
     for offering in offerings:
         offering_specs.setdefault(offering.chip.slug, []).append(catalog_specs.offering_spec(offering))
     offering_specs.update({s.slug: offering_specs.get(split_variant(s.slug)[0], []) for s in specs})
-    result = search(catalog_specs.model_spec(model), specs, offering_specs, workload, options)
+    return PreparedSearch(
+        model=model, workload=workload, chips=chips, engines=tuple(engines), specs=tuple(specs),
+        options=dataclasses.replace(options, calibration=searched_calibration), offerings=offerings, offering_specs=offering_specs,
+        calibration=calibration, candidates=count,
+    )  # fmt: skip
 
-    chips_by_slug = {c.slug: c for c in chips}
-    searched_chips = [chips_by_slug[split_variant(s.slug)[0]] for s in specs]
-    searched_engines = [split_variant(s.slug)[1] for s in specs]
+
+def _snapshot(prepared: PreparedSearch, data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": catalog_specs.snapshot([prepared.model]),
+        "draft_models": catalog_specs.snapshot([d["draft_model"] for d in data["decodings"] if d.get("draft_model")]),
+        "chips": catalog_specs.snapshot(prepared.chips),
+        "offerings": catalog_specs.snapshot(prepared.offerings),
+    }
+
+
+def plan_search_run(
+    prepared: PreparedSearch, *, data: dict[str, Any], on_progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Run the search in chunks of fixed size (planner.engine.streamed: memory bounded by the
+    chunk) and return the Plan fields it fills: results, counts, catalog snapshot, calibrations."""
+    chips_by_slug = {c.slug: c for c in prepared.chips}
+    searched_chips = [chips_by_slug[split_variant(s.slug)[0]] for s in prepared.specs]
+    searched_engines = [split_variant(s.slug)[1] for s in prepared.specs]
+    pessimistic = data.get("rank_by") == "pessimistic"
+    budget = data.get("budget_usd_per_million_output_tokens")
+    streamed = search_streamed(
+        catalog_specs.model_spec(prepared.model), prepared.specs, prepared.offering_specs, prepared.workload, prepared.options,
+        keep=PLAN_TOP_N, rank_key=(lambda r: _pessimistic_cost(r, searched_chips, searched_engines)) if pessimistic else None,
+        budget_usd_per_million_output_tokens=budget, on_progress=on_progress,
+    )  # fmt: skip
+    result = streamed.result  # over the kept candidates; streamed.kept maps them into the whole grid
     overridden = bool(data.get("efficiency"))
     rows: dict[int, dict[str, Any]] = {}
 
     def row(i) -> dict[str, Any]:
         if int(i) not in rows:
-            rows[int(i)] = _row(result, int(i), chips_by_slug, overridden=overridden)
+            rows[int(i)] = {**_row(result, int(i), chips_by_slug, overridden=overridden), "candidate_index": int(streamed.kept[int(i)])}
         return rows[int(i)]
 
-    budget = data.get("budget_usd_per_million_output_tokens")
     ranked = result.ranked
-    if data.get("rank_by") == "pessimistic":
+    if pessimistic:
         ranked = ranked[np.argsort(_pessimistic_cost(result, searched_chips, searched_engines)[ranked], kind="stable")]
-    over_budget_count = 0
     if budget is not None:
-        within = result.usd_per_million_output_tokens[ranked] <= budget
-        over_budget_count = int((~within).sum())
-        ranked = ranked[within]
+        ranked = ranked[result.usd_per_million_output_tokens[ranked] <= budget]
     top = [row(i) for i in ranked[:PLAN_TOP_N]]
     results = {
         "ranked": top,
@@ -325,31 +377,131 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None) 
         "pareto_cost_ttft": [row(i) for i in result.pareto_cost_ttft[:50]],
         "infeasible": [
             {"reason": g.name, "count": int(g.count), "example": g.example, "example_configuration": row(g.example_index)}
-            for g in result.infeasible
+            for g in streamed.infeasible
         ],
-        "over_budget_count": over_budget_count,
-        "search_seconds": json_safe(result.seconds),
-        "candidates_per_s": json_safe(result.candidates_per_s),
+        "over_budget_count": streamed.over_budget if budget is not None else 0,
+        "search_seconds": json_safe(streamed.seconds),
+        "candidates_per_s": json_safe(streamed.candidates_per_s),
         "efficiency_sources": sorted({row["efficiency_source"] for row in top}),
     }  # every row is JSON-safe already (_row): no second pass over a few hundred of them
-    snapshot = {
-        "model": catalog_specs.snapshot([model]),
-        "draft_models": catalog_specs.snapshot([d["draft_model"] for d in data["decodings"] if d.get("draft_model")]),
-        "chips": catalog_specs.snapshot(chips),
-        "offerings": catalog_specs.snapshot(offerings),
+    return {
+        "results": results,
+        "candidate_count": streamed.candidates,
+        "feasible_count": streamed.within_budget,
+        "best_usd_per_million_output_tokens": top[0]["usd_per_million_output_tokens"] if top else None,
+        "catalog_snapshot": _snapshot(prepared, data),
+        "calibration_used": {f"{k[0]}/{k[1]}": v.source for k, v in prepared.calibration.items()},
     }
-    return Plan.objects.create(
-        model_slug=model.slug,
-        inputs=raw_inputs,
-        catalog_snapshot=snapshot,
-        calibration_used={f"{k[0]}/{k[1]}": v.source for k, v in calibration.items()},
-        results=results,
-        candidate_count=result.candidates,
-        feasible_count=len(ranked),
-        best_usd_per_million_output_tokens=top[0]["usd_per_million_output_tokens"] if top else None,
-        pinned=data.get("pinned", False),
-        created_by=user if getattr(user, "is_authenticated", False) else None,
-    )
+
+
+@transaction.atomic
+def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None, inline: bool | None = None) -> Plan:
+    """Count the search's candidates, then search, rank and store a Plan with its inputs and the
+    catalog values it used; a search over settings.PLAN_INLINE_MAX_CANDIDATES (or inline=False) is
+    stored queued and sent, after commit, to a worker (planner/tasks.py), which fills it in.
+    inline=True searches here whatever the size (the CLI)."""
+    prepared = plan_search_prepare(data=data)
+    if inline is None:
+        inline = prepared.candidates <= settings.PLAN_INLINE_MAX_CANDIDATES
+    record = {
+        "model_slug": prepared.model.slug, "inputs": raw_inputs, "pinned": data.get("pinned", False),
+        "created_by": user if getattr(user, "is_authenticated", False) else None,
+    }  # fmt: skip
+    if inline:
+        return Plan.objects.create(**record, **plan_search_run(prepared, data=data), status=Plan.Status.DONE, progress=1.0,
+                                   finished_at=timezone.now())  # fmt: skip
+    plan = Plan.objects.create(
+        **record, results={}, candidate_count=prepared.candidates, feasible_count=0, status=Plan.Status.QUEUED, progress=0.0,
+        # The rows it will use, so they count as referenced while it waits; the worker stores them again.
+        catalog_snapshot=_snapshot(prepared, data), calibration_used={},
+    )  # fmt: skip
+    transaction.on_commit(lambda: _plan_send(plan))
+    return plan
+
+
+def _plan_send(plan: Plan) -> bool:
+    """Publish the plan's task; a broker that refuses leaves the plan queued (the request still succeeds)."""
+    from planner.tasks import run_plan
+
+    try:
+        run_plan.apply_async(args=[str(plan.pk)], queue="cpu", retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent"
+        logger.warning("plan %s: the broker refused the search task (%s)", plan.pk, exc)
+        Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(error=f"waiting for the broker ({type(exc).__name__})")
+        return False
+    return True
+
+
+PLAN_MAX_ATTEMPTS = 2
+# A running plan whose worker wrote no progress for this long lost its worker: a redelivered
+# message takes it again (progress is written at least every PLAN_PROGRESS_EVERY_S while it runs).
+PLAN_STALE_AFTER_S = 30.0
+PLAN_PROGRESS_EVERY_S = 0.5
+
+
+def plan_claim(*, plan_id: str) -> str:
+    """Take a queued plan (or a running one whose worker was lost) for this worker: "claimed";
+    "busy" while another worker's search is alive; "finished" when there is nothing to do."""
+    now = timezone.now()
+    with transaction.atomic():
+        plan = Plan.objects.select_for_update().filter(pk=plan_id).first()
+        if plan is None or not plan.pending:
+            return "finished"
+        if plan.status == Plan.Status.RUNNING and plan.heartbeat_at and (now - plan.heartbeat_at).total_seconds() < PLAN_STALE_AFTER_S:
+            return "busy"
+        if plan.attempts >= PLAN_MAX_ATTEMPTS:
+            _plan_fail(plan_id, f"the search lost its worker {plan.attempts} times (killed, or out of memory)")
+            return "finished"
+        Plan.objects.filter(pk=plan_id).update(status=Plan.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now,
+                                               progress=0.0, error="")  # fmt: skip
+    return "claimed"
+
+
+def _plan_fail(plan_id: str, reason: str) -> None:
+    Plan.objects.filter(pk=plan_id, status__in=Plan.PENDING).update(status=Plan.Status.FAILED, error=reason[:2000], finished_at=timezone.now())
+
+
+def plan_execute(*, plan_id: str) -> str:
+    """Run a queued plan's search in this (worker) process and store its results: "done", "failed",
+    or what plan_claim said when it was not ours to run. Inputs are validated again, against the
+    catalog as it is now."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from planner.serializers import PlanInputSerializer
+
+    claim = plan_claim(plan_id=plan_id)
+    if claim != "claimed":
+        return claim
+    plan = Plan.objects.get(pk=plan_id)
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PLAN_PROGRESS_EVERY_S:
+            last[0] = now
+            Plan.objects.filter(pk=plan_id, status=Plan.Status.RUNNING).update(progress=done / max(total, 1), heartbeat_at=timezone.now())
+
+    try:
+        serializer = PlanInputSerializer(data=plan.inputs)
+        if not serializer.is_valid():
+            _plan_fail(plan_id, f"the request is no longer valid against the catalog: {json.dumps(serializer.errors, default=str)}")
+            return "failed"
+        data = serializer.validated_data
+        outcome = plan_search_run(plan_search_prepare(data=data), data=data, on_progress=progress)
+    except SoftTimeLimitExceeded:
+        _plan_fail(plan_id, f"the search ran past its time limit ({settings.PLAN_TASK_SOFT_TIME_LIMIT} s); narrow it")
+        return "failed"
+    except PlanTooLarge as exc:
+        _plan_fail(plan_id, str(exc))
+        return "failed"
+    except Exception as exc:  # noqa: BLE001 - a failed search is stored with its reason, never left running
+        logger.exception("plan %s: the search failed", plan_id)
+        _plan_fail(plan_id, f"the search failed: {type(exc).__name__}: {exc}")
+        return "failed"
+    stored = Plan.objects.filter(pk=plan_id, status=Plan.Status.RUNNING).update(
+        **outcome, status=Plan.Status.DONE, progress=1.0, finished_at=timezone.now(), heartbeat_at=timezone.now(), error="",
+    )  # fmt: skip
+    return "done" if stored else "finished"
 
 
 def trial_prediction(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -75,6 +75,103 @@ class CandidateGrid:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class GridSpec:
+    """What a cartesian grid is made of; `grid_size` counts it and `grid_chunks` builds it
+    from the same per-chip blocks, so the count is exact before anything is built."""
+
+    model: ModelSpec
+    chips: tuple[ChipSpec, ...]
+    weight_dtypes: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
+    kv_dtypes: tuple[str, ...] | None = None  # None: default_kv_dtype(weight dtype, chip) for each pair
+    batches: tuple[int, ...] = DEFAULT_BATCHES
+    decoding_count: int = 1
+    max_chip_count: int = 64
+    tensor_parallel_options: tuple[int, ...] = DEFAULT_TENSOR_PARALLEL
+
+
+@dataclass(frozen=True, kw_only=True)
+class _ChipBlock:
+    """One chip's layouts x dtype pairs x batches (a single decoding setting), not yet expanded."""
+
+    chip_index: int
+    layouts: np.ndarray  # [L, 3]: chip_count, tp, pp
+    pairs: np.ndarray  # [P, 2]: weight, kv dtype codes
+    batches: np.ndarray  # [B]
+
+    def __len__(self) -> int:
+        return len(self.layouts) * len(self.pairs) * len(self.batches)
+
+    def columns(self, start: int, stop: int, decoding_index: int) -> dict[str, np.ndarray]:
+        """Rows [start, stop) of this block in grid order (layout, then pair, then batch)."""
+        flat = np.arange(start, stop, dtype=np.int64)
+        per_layout = len(self.pairs) * len(self.batches)
+        li, rest = np.divmod(flat, per_layout)
+        pi, bi = np.divmod(rest, len(self.batches))
+        return {
+            "chip_index": np.full(len(flat), self.chip_index, dtype=np.int64), "chip_count": self.layouts[li, 0],
+            "tensor_parallel": self.layouts[li, 1], "pipeline_parallel": self.layouts[li, 2], "weight_dtype": self.pairs[pi, 0],
+            "kv_dtype": self.pairs[pi, 1], "batch": self.batches[bi], "decoding_index": np.full(len(flat), decoding_index, dtype=np.int64),
+        }  # fmt: skip
+
+
+def _chip_blocks(spec: GridSpec) -> list[_ChipBlock]:
+    w_codes = [DTYPE_CODE[d] for d in spec.weight_dtypes]
+    blocks = []
+    for chip_index, chip in enumerate(spec.chips):
+        layouts = policy_for(chip).layouts(
+            chip, spec.model, spec.weight_dtypes, max_chip_count=spec.max_chip_count, tensor_parallel_options=spec.tensor_parallel_options
+        )
+        if spec.kv_dtypes is None:
+            pairs = [(w, DTYPE_CODE[default_kv_dtype(DTYPES[w], chip)]) for w in w_codes]
+        else:
+            pairs = [(w, DTYPE_CODE[k]) for w in w_codes for k in spec.kv_dtypes]
+        blocks.append(_ChipBlock(
+            chip_index=chip_index, layouts=np.array(layouts, dtype=np.int64).reshape(-1, 3),
+            pairs=np.array(pairs, dtype=np.int64).reshape(-1, 2), batches=np.asarray(spec.batches, dtype=np.int64),
+        ))  # fmt: skip
+    return blocks
+
+
+def grid_size(spec: GridSpec) -> int:
+    """The exact number of candidates `grid_chunks(spec)` yields (and `cartesian_grid` builds),
+    computed from the same per-chip layouts without building a single row."""
+    return spec.decoding_count * sum(len(block) for block in _chip_blocks(spec))
+
+
+def grid_chunks(spec: GridSpec, *, chunk_candidates: int) -> Iterator[CandidateGrid]:
+    """The grid in order, as consecutive CandidateGrids of at most `chunk_candidates` rows each:
+    memory for the rows is bounded by the chunk, whatever the grid's size.
+
+    Decoding settings are outermost (each one a contiguous run, which lets evaluate() work on
+    slices), then chips, layouts, dtype pairs and batches."""
+    if chunk_candidates < 1:
+        raise ValueError("chunk_candidates must be at least 1")
+    blocks = _chip_blocks(spec)
+    pending: list[dict[str, np.ndarray]] = []
+    filled, yielded = 0, False
+    for decoding_index in range(spec.decoding_count):
+        for block in blocks:
+            start = 0
+            while start < len(block):
+                stop = min(len(block), start + chunk_candidates - filled)
+                pending.append(block.columns(start, stop, decoding_index))
+                filled += stop - start
+                start = stop
+                if filled == chunk_candidates:
+                    yield _joined(pending)
+                    pending, filled, yielded = [], 0, True
+    if pending or not yielded:  # an empty grid is one empty chunk
+        yield _joined(pending)
+
+
+def _joined(parts: list[dict[str, np.ndarray]]) -> CandidateGrid:
+    names = ("chip_index", "chip_count", "tensor_parallel", "pipeline_parallel", "weight_dtype", "kv_dtype", "batch", "decoding_index")
+    if not parts:
+        return CandidateGrid(**{name: np.zeros(0, dtype=np.int64) for name in names})
+    return CandidateGrid(**{name: np.concatenate([p[name] for p in parts]) for name in names})
+
+
 def cartesian_grid(
     model: ModelSpec,
     chips: Sequence[ChipSpec],
@@ -86,30 +183,20 @@ def cartesian_grid(
     max_chip_count: int = 64,
     tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
 ) -> CandidateGrid:
-    """Every chip x layout x weight dtype x KV dtype x batch x decoding setting.
+    """Every chip x layout x weight dtype x KV dtype x batch x decoding setting, in one grid
+    (`grid_chunks` of the same GridSpec, joined).
 
     kv_dtypes=None uses default_kv_dtype(weight dtype, chip) for each pair.
-    A Python loop runs over chips only; the product itself is array broadcasting.
     """
-    w_codes = np.array([DTYPE_CODE[d] for d in weight_dtypes])
-    parts = []
-    for chip_index, chip in enumerate(chips):
-        layouts = policy_for(chip).layouts(
-            chip, model, weight_dtypes, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options
-        )
-        if kv_dtypes is None:
-            pairs = np.array([(w, DTYPE_CODE[default_kv_dtype(DTYPES[w], chip)]) for w in w_codes])
-        else:
-            pairs = np.array([(w, DTYPE_CODE[k]) for w in w_codes for k in kv_dtypes])
-        lay = np.array(layouts, dtype=np.int64).reshape(-1, 3)
-        li, pi, bi = (a.ravel() for a in np.meshgrid(np.arange(len(lay)), np.arange(len(pairs)), np.arange(len(batches)), indexing="ij"))
-        parts.append(
-            (np.full(li.shape, chip_index), lay[li, 0], lay[li, 1], lay[li, 2], pairs[pi, 0], pairs[pi, 1],
-             np.asarray(batches, dtype=np.int64)[bi])  # fmt: skip
-        )
-    base = [np.concatenate(col) for col in zip(*parts)] if parts else [np.zeros(0, dtype=np.int64)] * 7
-    # Decoding settings outermost: each one is a contiguous block, which lets
-    # evaluate() work on slices (views) instead of copies.
-    names = ("chip_index", "chip_count", "tensor_parallel", "pipeline_parallel", "weight_dtype", "kv_dtype", "batch")
-    columns = {name: np.tile(col, decoding_count) for name, col in zip(names, base)}
-    return CandidateGrid(**columns, decoding_index=np.repeat(np.arange(decoding_count), len(base[0])))
+    spec = GridSpec(
+        model=model, chips=tuple(chips), weight_dtypes=tuple(weight_dtypes), kv_dtypes=None if kv_dtypes is None else tuple(kv_dtypes),
+        batches=tuple(batches), decoding_count=decoding_count, max_chip_count=max_chip_count,
+        tensor_parallel_options=tuple(tensor_parallel_options),
+    )  # fmt: skip
+    return _joined_grids(list(grid_chunks(spec, chunk_candidates=max(1, grid_size(spec)))))
+
+
+def _joined_grids(grids: list[CandidateGrid]) -> CandidateGrid:
+    if len(grids) == 1:
+        return grids[0]
+    return CandidateGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(CandidateGrid)})

@@ -13,7 +13,7 @@ from .cost import cheapest_offering, offering_table, usd_per_million_input_token
 from .efficiency import Calibration, Override
 from .estimate import Estimate, estimate_from_results
 from .evaluate import evaluate
-from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, cartesian_grid
+from .grid import DEFAULT_BATCHES, DEFAULT_TENSOR_PARALLEL, CandidateGrid, GridSpec, cartesian_grid
 from .results import Results, group_reasons
 from .decoding import Autoregressive, Decoding
 from .specs import ChipSpec, ModelSpec, OfferingSpec, Workload
@@ -75,6 +75,16 @@ class SearchResult:
         return [self.estimate(int(i)) for i in self.ranked[:n]]
 
 
+def grid_spec(model: ModelSpec, chips: Sequence[ChipSpec], workload: Workload, options: SearchOptions = SearchOptions()) -> GridSpec:
+    """The candidate grid a search with these options evaluates (grid_size counts it exactly)."""
+    batches = options.batches or ((workload.concurrency,) if workload.concurrency else DEFAULT_BATCHES)
+    return GridSpec(
+        model=model, chips=tuple(chips), weight_dtypes=tuple(options.weight_dtypes), kv_dtypes=options.kv_dtypes,
+        batches=tuple(batches), decoding_count=len(options.decodings), max_chip_count=options.max_chip_count,
+        tensor_parallel_options=tuple(options.tensor_parallel_options),
+    )  # fmt: skip
+
+
 def search(
     model: ModelSpec,
     chips: Sequence[ChipSpec],
@@ -82,15 +92,30 @@ def search(
     workload: Workload,
     options: SearchOptions = SearchOptions(),
 ) -> SearchResult:
-    """Every chip x chip count x TP x PP x dtype x batch x decoding setting."""
+    """Every chip x chip count x TP x PP x dtype x batch x decoding setting, in one pass
+    (memory grows with the grid: `search_streamed` bounds it)."""
     started = time.perf_counter()
-    chips = tuple(chips)
-    batches = options.batches or ((workload.concurrency,) if workload.concurrency else DEFAULT_BATCHES)
+    spec = grid_spec(model, chips, workload, options)
     grid = cartesian_grid(
-        model, chips, weight_dtypes=options.weight_dtypes, kv_dtypes=options.kv_dtypes, batches=batches,
-        decoding_count=len(options.decodings), max_chip_count=options.max_chip_count,
-        tensor_parallel_options=options.tensor_parallel_options,
+        model, spec.chips, weight_dtypes=spec.weight_dtypes, kv_dtypes=spec.kv_dtypes, batches=spec.batches,
+        decoding_count=spec.decoding_count, max_chip_count=spec.max_chip_count, tensor_parallel_options=spec.tensor_parallel_options,
     )  # fmt: skip
+    return search_grid(model, spec.chips, offerings, workload, options, grid=grid, started=started)
+
+
+def search_grid(
+    model: ModelSpec,
+    chips: Sequence[ChipSpec],
+    offerings: Mapping[str, Sequence[OfferingSpec]],
+    workload: Workload,
+    options: SearchOptions,
+    *,
+    grid: CandidateGrid,
+    started: float | None = None,
+) -> SearchResult:
+    """Evaluate, price and rank the candidates of `grid` (any part of a search's grid)."""
+    started = time.perf_counter() if started is None else started
+    chips = tuple(chips)
     results = evaluate(
         model, chips, grid, workload, options.decodings, efficiency=options.efficiency, calibration=options.calibration,
         disaggregated=options.disaggregated,

@@ -105,14 +105,15 @@ def test_counters_are_shared_with_other_processes(db, anonymous_client, throttle
     assert anonymous_client.get("/api/v1/chips/").status_code == 429
 
 
-def test_requests_go_through_when_the_throttle_cache_is_down(db, anonymous_client, throttle_rates, settings):
+def test_the_rate_still_holds_in_this_process_when_the_throttle_cache_is_down(db, anonymous_client, throttle_rates, settings):
+    """Was fail-open (every request went through); tests/accounts/test_throttle_fallback.py has the rest."""
     throttle_rates(anon="1/min")
     settings.CACHES = {
         **settings.CACHES,
         THROTTLE_CACHE: {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0",
                          "KEY_PREFIX": "x", "OPTIONS": {"socket_connect_timeout": 0.5}},
     }  # fmt: skip
-    assert _statuses(anonymous_client, 3) == [200, 200, 200]
+    assert _statuses(anonymous_client, 3) == [200, 429, 429]
 
 
 @pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="the throttle cache is on Redis only when REDIS_URL is set")

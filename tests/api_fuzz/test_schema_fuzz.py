@@ -17,6 +17,7 @@ import schemathesis
 from django.core import signals
 from django.db import close_old_connections, transaction
 from django.urls.converters import UUIDConverter
+from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
@@ -129,6 +130,12 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
             inputs.is_valid(raise_exception=True)
             plan = plan_create(data=inputs.validated_data, raw_inputs=inputs.data)
             run = validation_run_create(plan=plan, rank=1, trial="decode")  # sent on commit, so never
+            # A beat and a worker seen just now: GET /api/v1/health/jobs/ answers 200. Its 503 (a stopped beat,
+            # no worker) is a health check's answer, not a server error: tests/jobs/test_recovery_timing.py holds it.
+            from jobs.models import ScheduledTaskRun, WorkerHeartbeat
+
+            WorkerHeartbeat.objects.create(hostname="cpu@fuzz", seen_at=timezone.now())
+            ScheduledTaskRun.objects.create(name=ScheduledTaskRun.RECOVERY_SWEEP, last_run_at=timezone.now())
             existing.update(
                 chips=list(Chip.objects.values_list("slug", flat=True)),
                 models=list(ModelArch.objects.values_list("slug", flat=True)),

@@ -66,10 +66,12 @@ def page(browser, live_server):
     page.set_default_timeout(15_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # What the Content-Security-Policy refused (Chromium reports each on the console).
+    page.on("console", lambda message: "Content Security Policy" in message.text and errors.append(message.text))
     page.base = live_server.url
     yield page
     context.close()
-    assert not errors, f"JavaScript errors: {errors}"
+    assert not errors, f"JavaScript errors or Content-Security-Policy violations: {errors}"
 
 
 def sign_in(page, username: str, password: str) -> None:

@@ -9,7 +9,7 @@ from jobs.services import pinned_plans_revalidate
 def test_the_nightly_schedule_and_the_recovery_sweep_are_stored_in_the_database(db):
     tasks = {t.name: t for t in PeriodicTask.objects.all()}
     assert tasks["nightly re-validation of pinned plans"].crontab.hour == "2"
-    assert tasks["recover validation runs"].interval.every == 60
+    assert tasks["recover validation runs"].interval.every == 20  # VALIDATION_SWEEP_EVERY_S: a lost message is re-sent within a minute
 
 
 def test_pinned_plans_get_one_decode_run_of_their_top_configuration(small_plan):

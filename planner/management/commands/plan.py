@@ -46,7 +46,7 @@ class Command(BaseCommand):
         if not serializer.is_valid():
             raise_errors(serializer.errors)
         try:
-            plan = plan_create(data=serializer.validated_data, raw_inputs=serializer.data)
+            plan = plan_create(data=serializer.validated_data, raw_inputs=serializer.data, inline=True)  # the CLI is no web process
         except PlanTooLarge as exc:
             raise CommandError(str(exc)) from None
         if options["as_json"]:

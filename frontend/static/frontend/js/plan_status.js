@@ -1,0 +1,29 @@
+/* A queued or running plan's page: asks the plan's API address every few seconds and reloads
+   the page (which then shows the results, or why it failed) once the search has ended. */
+(function () {
+  "use strict";
+  var box = document.getElementById("plan-status");
+  if (!box || !window.fetch) return;
+  var url = box.dataset.statusUrl, bar = document.getElementById("plan-progress"), text = document.getElementById("plan-progress-text");
+  var delay = 2000;
+
+  function show(plan) {
+    if (plan.status === "running") {
+      if (bar) bar.value = plan.progress;
+      if (text) text.textContent = "Running: " + (plan.progress * 100).toFixed(1) + "% of the configurations evaluated.";
+    }
+  }
+
+  function poll() {
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (plan) {
+        if (plan && (plan.status === "done" || plan.status === "failed")) { window.location.reload(); return; }
+        if (plan) show(plan);
+        delay = Math.min(delay * 1.25, 10000);
+        window.setTimeout(poll, delay);
+      })
+      .catch(function () { window.setTimeout(poll, 10000); });
+  }
+  window.setTimeout(poll, delay);
+})();

@@ -1,0 +1,23 @@
+"""Celery tasks of the planner: each takes ids and calls a service (a task is just another interface)."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from planner import services
+
+
+@shared_task(
+    bind=True,
+    name="planner.run_plan",
+    acks_late=True,  # a worker killed mid-search leaves the message to be delivered again
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.PLAN_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.PLAN_TASK_TIME_LIMIT,
+    max_retries=20,
+)
+def run_plan(self, plan_id: str) -> str:
+    outcome = services.plan_execute(plan_id=plan_id)
+    if outcome == "busy":  # another worker's search is alive; look again once it would count as lost
+        raise self.retry(countdown=services.PLAN_STALE_AFTER_S)
+    return outcome
