@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import numpy as np
 from typing import Any
@@ -430,6 +431,22 @@ def _plan_send(plan: Plan) -> bool:
         Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(error=f"waiting for the broker ({type(exc).__name__})")
         return False
     return True
+
+
+def plans_queued_resend(*, resend_after_s: float, sweep_every_s: float, now=None) -> int:
+    """Send again the plans still queued whose message may be lost (a broker that was down at the POST, or
+    restarted without persistence), from the recovery sweep. With no record of the sends, the wait doubles by
+    age: a plan is sent again in the sweep that first sees it past resend_after_s, 2x, 4x, ... old, so one that
+    only waits behind other work gains a message now and then, never one per sweep. A duplicate is harmless:
+    plan_claim runs a plan once."""
+    now = now or timezone.now()
+    sent = 0
+    for plan in Plan.objects.filter(status=Plan.Status.QUEUED, created_at__lte=now - timedelta(seconds=resend_after_s))[:100]:
+        age = (now - plan.created_at).total_seconds()
+        threshold = resend_after_s * 2 ** math.floor(math.log2(age / resend_after_s))
+        if age - threshold < sweep_every_s:
+            sent += _plan_send(plan)
+    return sent
 
 
 PLAN_MAX_ATTEMPTS = 2
