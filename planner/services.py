@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from hwcatalog import selectors as catalog
 from hwcatalog.cache import catalog_snapshot
+from hwcatalog.freshness import stale_price_warning
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
 from planner.engine import (
@@ -199,6 +200,10 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     ]  # fmt: skip
     costs.sort(key=lambda c: c["usd_per_million_output_tokens"] if c["usd_per_million_output_tokens"] is not None else math.inf)
     out = json_safe(result)
+    # A price older than 18 months is never used without saying so (hwcatalog/freshness.py).
+    today = timezone.localdate()
+    stale = [w for o in offerings if (w := stale_price_warning(offering_slug=o.slug, as_of=o.as_of, today=today))]
+    out["warnings"] = [*out.get("warnings", []), *stale]
     out["chip_slug"] = chip.slug  # not the variant's
     out["tensor_parallel_chosen"] = "auto" if data["tensor_parallel"] == "auto" else "given"
     out["costs"] = costs
