@@ -255,7 +255,9 @@ def _supervise(run: ValidationRun, process: subprocess.Popen, stderr) -> None:
             _trial_process_ended(run, returncode, stderr)
             return
         status = ValidationRun.objects.filter(pk=run.pk).values_list("status", flat=True).first()
-        if status != ValidationRun.Status.RUNNING:  # cancelled (or deleted): stop the trial now
+        # Cancelled (or deleted): stop the trial now. A run the trial itself finished (succeeded or failed) is
+        # left to end on its own: it still refits the chip's calibration after storing its result.
+        if status is None or status == ValidationRun.Status.CANCELLED:
             cancelled_at = time.monotonic()
             _stop(process)
             stopped_s = time.monotonic() - cancelled_at
