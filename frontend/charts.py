@@ -113,7 +113,31 @@ def chart_row(row: Mapping[str, Any], rank: int | None) -> dict[str, Any]:
         "decode_bound": (row.get("decode") or {}).get("bound"),
         "memory": memory_breakdown(row.get("memory") or {}),
         "intervals": interval_ranges(row.get("intervals") or {}),
+        "cost": cost_summary(row),
     }
+
+
+COST_SPLIT_LABELS = {
+    "rent": "Rent (host, network, power, building included)", "accelerators": "Accelerators", "system": "System",
+    "host": "Host server", "network": "Networking", "rack": "Rack and installation", "datacentre": "Datacentre (per kW-month)",
+    "host_power": "Host power", "accelerator_power": "Accelerator power",
+}  # fmt: skip
+
+
+def cost_summary(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the selected configuration costs as a whole, and where a chip-hour's price goes (USD per
+    chip-hour by part, largest first). None for an unpriced row."""
+    cost = row.get("cost") or {}
+    if not row.get("offering"):
+        return None
+    split = sorted((cost.get("cost_split") or {}).items(), key=lambda kv: -kv[1])
+    return {
+        "ownership": row.get("ownership"), "offering": row.get("offering"), "provider": row.get("provider"),
+        "pricing_model": row.get("pricing_model"), "usd_per_chip_hour": row.get("usd_per_chip_hour"),
+        "chips_per_unit": row.get("chips_per_unit"), "billed_chips": row.get("billed_chips"),
+        "usd_per_hour": row.get("usd_per_hour"), "usd_per_month": row.get("usd_per_month"), "utilisation": cost.get("utilisation"),
+        "split": [[COST_SPLIT_LABELS.get(name, name), value] for name, value in split],
+    }  # fmt: skip
 
 
 CHARTED_INTERVALS = ("usd_per_million_output_tokens", "ttft_s", "tpot_s")

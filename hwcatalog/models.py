@@ -160,6 +160,15 @@ class Offering(models.Model):
     amortisation_years = models.FloatField(null=True, blank=True)
     power_usd_per_kwh = models.FloatField(null=True, blank=True)
     pue = models.FloatField(null=True, blank=True)
+    # The fewest chips sold or rented at once: a 1-GPU instance 1, an 8-GPU server 8, a TPU slice its chips,
+    # an NVL72 rack 72. A configuration pays for whole units.
+    chips_per_unit = models.PositiveIntegerField(default=1)
+    # Owned systems: the parts of one unit beside its accelerators, each with its price and source
+    # ([{"kind": "host"|"network"|"rack"|"system", "description", "usd", "source"}], docs/catalog_format.md).
+    system_parts = models.JSONField(default=list, blank=True)
+    host_watts_per_unit = models.FloatField(null=True, blank=True)  # CPUs, memory, NICs, fans, switch share
+    datacentre_usd_per_kw_month = models.FloatField(null=True, blank=True)  # space, cooling, power delivery per IT kW
+    utilisation = models.FloatField(null=True, blank=True)  # expected share of hours an owned unit serves
     as_of = models.DateField()
     source = models.CharField(max_length=1000)
     notes = models.TextField(blank=True, default="")
@@ -172,6 +181,13 @@ class Offering(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    @property
+    def capex_usd_per_unit(self) -> float | None:
+        """An owned unit's price: its accelerators and every other part (None for a rental)."""
+        if self.pricing_model != self.PricingModel.PURCHASE:
+            return None
+        return self.chips_per_unit * (self.purchase_usd_per_chip or 0.0) + sum(float(p["usd"]) for p in self.system_parts or [])
 
     def clean(self) -> None:
         errors = validate_offering(model_to_dict(self))

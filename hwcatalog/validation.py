@@ -147,17 +147,66 @@ def validate_offering(data: Mapping[str, Any]) -> Errors:
     _positive(errors, data, "amortisation_years", maximum=50, required=False)
     _positive(errors, data, "power_usd_per_kwh", maximum=100, required=False)
     _positive(errors, data, "pue", maximum=5, required=False)
+    _positive(errors, data, "chips_per_unit", maximum=100_000, required=False)
+    _positive(errors, data, "host_watts_per_unit", maximum=1e7, required=False)
+    _positive(errors, data, "datacentre_usd_per_kw_month", maximum=10_000, required=False)
+    _positive(errors, data, "utilisation", maximum=1.0, required=False)
+    parts_error = validate_system_parts(data.get("system_parts") or [])
+    if parts_error:
+        errors["system_parts"] = parts_error
     if errors:
         return errors
     if data.get("pricing_model") == "purchase":
-        if not data.get("purchase_usd_per_chip"):
-            errors["purchase_usd_per_chip"] = "Required for a purchase offering."
-        if not data.get("amortisation_years"):
-            errors["amortisation_years"] = "Required for a purchase offering."
-        if data.get("pue") is not None and data["pue"] < 1:
-            errors["pue"] = "PUE is at least 1.0."
-    elif not data.get("usd_per_chip_hour"):
-        errors["usd_per_chip_hour"] = "Required for a rented offering (on_demand, reserved, spot)."
+        errors.update(_purchase_errors(data))
+    else:
+        if not data.get("usd_per_chip_hour"):
+            errors["usd_per_chip_hour"] = "Required for a rented offering (on_demand, reserved, spot)."
+        for key in ("system_parts", "host_watts_per_unit", "datacentre_usd_per_kw_month", "utilisation"):
+            if data.get(key):
+                errors[key] = "Only a purchase offering has system parts, host power, a datacentre cost or a utilisation (a rent includes them)."
+    return errors
+
+
+SYSTEM_PART_KINDS = ("system", "host", "network", "rack")
+SYSTEM_PART_KEYS = {"kind", "description", "usd", "source"}
+
+
+def validate_system_parts(parts: Any) -> str | None:
+    """The parts of one owned unit beside its accelerators: a complete system (accelerators and host, as a
+    vendor sells it), a host server, networking, a rack share. Each has a price and its own source."""
+    if not isinstance(parts, list) or len(parts) > 20:
+        return "A list of at most 20 parts."
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict) or set(part) != SYSTEM_PART_KEYS:
+            return f"Part {i} must have exactly the keys {', '.join(sorted(SYSTEM_PART_KEYS))}."
+        if part["kind"] not in SYSTEM_PART_KINDS:
+            return f"Part {i}: kind must be one of {', '.join(SYSTEM_PART_KINDS)}."
+        usd = part["usd"]
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not 0 <= usd <= 1e9:
+            return f"Part {i}: usd must be a price between 0 and 1e9."
+        for key in ("description", "source"):
+            if not isinstance(part[key], str) or not part[key].strip() or len(part[key]) > 1000 or "\x00" in part[key]:
+                return f"Part {i}: {key} must be a non-empty text of at most 1000 characters."
+    return None
+
+
+def _purchase_errors(data: Mapping[str, Any]) -> Errors:
+    """A purchase is priced as a whole system: its accelerators (a price per chip, or a complete system),
+    a host (or a complete system) and networking (a standalone one-chip machine has its own)."""
+    errors: Errors = {}
+    kinds = {p["kind"] for p in data.get("system_parts") or []}
+    if not data.get("purchase_usd_per_chip") and "system" not in kinds:
+        errors["purchase_usd_per_chip"] = "Required for a purchase offering, unless a system part prices the accelerators with their host."
+    if not kinds & {"host", "system"}:
+        errors["system_parts"] = "A purchase must price its host server (a host part, or a complete system)."
+    elif "network" not in kinds and not ("system" in kinds and (data.get("chips_per_unit") or 1) == 1):
+        errors["system_parts"] = "A purchase must price its networking (a network part); only a standalone one-chip machine may omit it."
+    if not data.get("amortisation_years"):
+        errors["amortisation_years"] = "Required for a purchase offering."
+    if not data.get("power_usd_per_kwh"):
+        errors["power_usd_per_kwh"] = "Required for a purchase offering: an owned system pays for its power."
+    if data.get("pue") is not None and data["pue"] < 1:
+        errors["pue"] = "PUE is at least 1.0."
     return errors
 
 

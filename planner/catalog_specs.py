@@ -84,6 +84,11 @@ def offering_spec(offering: Offering) -> OfferingSpec:
         amortisation_years=offering.amortisation_years,
         power_usd_per_kwh=offering.power_usd_per_kwh,
         pue=offering.pue,
+        chips_per_unit=offering.chips_per_unit,
+        system_parts_usd=tuple((part["kind"], float(part["usd"])) for part in offering.system_parts),
+        host_watts_per_unit=offering.host_watts_per_unit,
+        datacentre_usd_per_kw_month=offering.datacentre_usd_per_kw_month,
+        utilisation=offering.utilisation,
     )
 
 

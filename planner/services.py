@@ -32,6 +32,8 @@ from planner.engine import (
     estimate,
     tensor_parallel_options,
 )
+from planner.engine.cost import HOURS_PER_MONTH
+from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import Resolvers, decoding_from_params
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
@@ -249,7 +251,23 @@ def plan_search_options(data: dict[str, Any], *, decodings: tuple[Decoding, ...]
     )
 
 
-def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = False) -> dict[str, Any]:
+def _whole_configuration_cost(result, i: int, offering) -> dict[str, Any]:
+    """What the configuration costs as a whole: the chips paid for (whole units of the offering), per hour
+    and per month."""
+    if offering is None:
+        return {"chips_per_unit": None, "billed_chips": None, "usd_per_hour": None, "usd_per_month": None}
+    billed = float(result.billed_chips[i])
+    usd_per_hour = billed * float(result.usd_per_chip_hour[i])
+    return {
+        "chips_per_unit": offering.chips_per_unit, "billed_chips": int(billed), "usd_per_hour": json_safe(usd_per_hour),
+        "usd_per_month": json_safe(usd_per_hour * HOURS_PER_MONTH),
+    }  # fmt: skip
+
+
+def _row(
+    result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = False, providers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    providers = providers or {}
     est = result.estimate(int(i))
     row = json_safe(est)
     # A chip under a serving engine's profile is searched as a variant ("nvidia-h100-sxm@vLLM").
@@ -264,7 +282,10 @@ def _row(result, i: int, chips_by_slug: dict[str, Chip], *, overridden: bool = F
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))
     row["usd_per_chip_hour"] = json_safe(float(result.usd_per_chip_hour[i]))
     row["offering"] = offering.slug if offering else None
+    row["provider"] = providers.get(offering.slug) if offering else None
     row["pricing_model"] = offering.pricing_model if offering else None
+    row["ownership"] = cost_ownership(offering) if offering else None
+    row.update(_whole_configuration_cost(result, int(i), offering))
     row["chip_kind"] = chips_by_slug[row["chip_slug"]].kind
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
     row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
@@ -364,11 +385,14 @@ def plan_search_run(
     )  # fmt: skip
     result = streamed.result  # over the kept candidates; streamed.kept maps them into the whole grid
     overridden = bool(data.get("efficiency"))
+    providers = {o.slug: o.provider for o in prepared.offerings}
     rows: dict[int, dict[str, Any]] = {}
 
     def row(i) -> dict[str, Any]:
         if int(i) not in rows:
-            rows[int(i)] = {**_row(result, int(i), chips_by_slug, overridden=overridden), "candidate_index": int(streamed.kept[int(i)])}
+            rows[int(i)] = {
+                **_row(result, int(i), chips_by_slug, overridden=overridden, providers=providers), "candidate_index": int(streamed.kept[int(i)])
+            }  # fmt: skip
         return rows[int(i)]
 
     ranked = result.ranked

@@ -8,7 +8,10 @@ from dataclasses import dataclass, make_dataclass
 
 import numpy as np
 
-from .cost import offering_usd_per_chip_hour, usd_per_million_input_tokens, usd_per_million_tokens
+from .cost import (
+    HOURS_PER_MONTH, billed_chips, cost_split_usd_per_chip_hour, offering_usd_per_chip_hour, ownership, usd_per_million_input_tokens,
+    usd_per_million_tokens,
+)
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Override
 from .evaluate import evaluate
@@ -94,16 +97,25 @@ def _cost(results: Results, i: int, tdp_watts: float | None, offering: OfferingS
         return None
     fraction = float(results.power_w_per_chip[i] / tdp_watts) if tdp_watts else 1.0
     hourly = offering_usd_per_chip_hour(offering, tdp_watts, fraction)
-    chips = results.total_chips[i : i + 1]
+    chips = float(results.total_chips[i])
+    billed = float(billed_chips(chips, offering.chips_per_unit))
     g = results.grid
     per_replica = g.tensor_parallel[i] * g.pipeline_parallel[i] * g.attention_data_parallel[i]
     batched_prefill_s = results.prefill_batched_s_per_prompt[i]
+    usd_per_hour = billed * hourly
     return CostBreakdown(
         offering_slug=offering.slug,
+        ownership=ownership(offering),
         usd_per_chip_hour=hourly,
-        usd_per_million_output_tokens=float(usd_per_million_tokens(chips, hourly, results.output_tokens_per_s_total[i : i + 1])[0]),
+        chips_per_unit=offering.chips_per_unit,
+        billed_chips=int(billed),
+        usd_per_hour=usd_per_hour,
+        usd_per_month=usd_per_hour * HOURS_PER_MONTH,
+        utilisation=(offering.utilisation or 1.0) if offering.owned else None,
+        cost_split=cost_split_usd_per_chip_hour(offering, tdp_watts, fraction),
+        usd_per_million_output_tokens=float(usd_per_million_tokens(np.array([billed]), hourly, results.output_tokens_per_s_total[i : i + 1])[0]),
         usd_per_million_input_tokens=float(
-            usd_per_million_input_tokens(per_replica, hourly, batched_prefill_s, results.context.workload.prompt_tokens)
+            usd_per_million_input_tokens(per_replica, hourly * billed / chips, batched_prefill_s, results.context.workload.prompt_tokens)
         ),
     )
 

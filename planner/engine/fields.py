@@ -138,7 +138,18 @@ PHASE_FIELDS: tuple[ResultField, ...] = (
 )
 COST_FIELDS: tuple[ResultField, ...] = (
     _f("offering_slug", "", "the priced offering", kind="str"),
-    _f("usd_per_chip_hour", "USD/h", "per chip, power included for owned hardware"),
+    _f("ownership", "", "rent (a rental: host, network, power and building included) or own (a purchase priced as a whole system)",
+       kind="str"),
+    _f("usd_per_chip_hour", "USD/h", "per chip: the rent, or an owned system's capex, datacentre and power per chip-hour served"),
+    _f("chips_per_unit", "", "the fewest chips the offering rents or sells at once (an 8-GPU server, a TPU slice, an NVL72 rack)",
+       kind="int"),
+    _f("billed_chips", "", "the chips paid for: whole units covering the configuration's chips", kind="int"),
+    _f("usd_per_hour", "USD/h", "the whole configuration per hour: billed chips x $/chip-hour"),
+    _f("usd_per_month", "USD", "the whole configuration per month (730.5 h)"),
+    _f("utilisation", "", "owned: the share of hours the system is expected to serve (each served hour carries the idle ones)",
+       nullable=True),
+    _f("cost_split", "USD/h", "where a chip-hour's price goes: rent; or each part's capex (accelerators, system, host, network, rack), "
+       "datacentre, host power and accelerator power", kind="object"),
     _f("usd_per_million_output_tokens", "USD", "per 1M output tokens", nullable=True),
     _f("usd_per_million_input_tokens", "USD", "per 1M input tokens (the prefill's chip time)", nullable=True),
 )

@@ -47,6 +47,7 @@ class SearchResult:
     results: Results
     usd_per_chip_hour: np.ndarray
     offering_column: np.ndarray  # -1: no priced offering for the chip
+    billed_chips: np.ndarray  # the chips paid for: whole units of the chosen offering (NaN: unpriced)
     usd_per_million_output_tokens: np.ndarray
     usd_per_million_input_tokens: np.ndarray
     ranked: np.ndarray  # feasible candidates, cheapest first (unpriced last, by TPOT)
@@ -123,10 +124,14 @@ def search_grid(
     table = offering_table(chips, offerings, options.pricing_models)
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = results.power_w_per_chip / np.array([c.tdp_watts or np.nan for c in chips])[grid.chip_index]
-    hourly, column = cheapest_offering(table, grid.chip_index, fraction)
-    per_output = usd_per_million_tokens(results.total_chips, hourly, results.output_tokens_per_s_total)
+    priced = cheapest_offering(table, grid.chip_index, fraction, results.total_chips)
+    hourly, column = priced.usd_per_chip_hour, priced.column
+    per_output = usd_per_million_tokens(priced.billed_chips, hourly, results.output_tokens_per_s_total)
+    # A prompt's prefill is charged at the rate of the chips paid for, idle ones of a whole unit included.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        billed_rate = hourly * priced.billed_chips / results.total_chips
     per_input = usd_per_million_input_tokens(
-        grid.tensor_parallel * grid.pipeline_parallel * grid.attention_data_parallel, hourly, results.prefill_batched_s_per_prompt,
+        grid.tensor_parallel * grid.pipeline_parallel * grid.attention_data_parallel, billed_rate, results.prefill_batched_s_per_prompt,
         workload.prompt_tokens,
     )
     ok = np.flatnonzero(results.feasible)
@@ -141,6 +146,7 @@ def search_grid(
         results=results,
         usd_per_chip_hour=hourly,
         offering_column=column,
+        billed_chips=priced.billed_chips,
         usd_per_million_output_tokens=per_output,
         usd_per_million_input_tokens=per_input,
         ranked=ranked,

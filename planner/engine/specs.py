@@ -252,9 +252,30 @@ class OfferingSpec:
     amortisation_years: float | None = None
     power_usd_per_kwh: float | None = None
     pue: float | None = None
+    # The fewest chips rented or bought at once (an 8-GPU instance or server, a TPU slice, an NVL72 rack):
+    # a configuration pays for whole units.
+    chips_per_unit: int = 1
+    # Owned: the other parts of one unit as (kind, USD): "system" (a complete machine), "host", "network", "rack".
+    system_parts_usd: tuple[tuple[str, float], ...] = ()
+    host_watts_per_unit: float | None = None  # drawn whenever the unit is on
+    datacentre_usd_per_kw_month: float | None = None  # space, cooling, power delivery per kW of IT load
+    utilisation: float | None = None  # expected share of hours an owned unit serves (None: 1.0)
 
     def __post_init__(self) -> None:
         if self.pricing_model not in PRICING_MODELS:
             raise ValueError(f"{self.slug}: pricing_model must be one of {PRICING_MODELS}")
-        if self.usd_per_chip_hour is None and not (self.purchase_usd_per_chip and self.amortisation_years):
+        if self.chips_per_unit < 1:
+            raise ValueError(f"{self.slug}: chips_per_unit must be at least 1")
+        if self.utilisation is not None and not 0 < self.utilisation <= 1:
+            raise ValueError(f"{self.slug}: utilisation must be in (0, 1]")
+        if self.usd_per_chip_hour is None and not (self.capex_usd_per_unit > 0 and self.amortisation_years):
             raise ValueError(f"{self.slug}: needs usd_per_chip_hour, or a purchase price and amortisation_years")
+
+    @property
+    def owned(self) -> bool:
+        return self.usd_per_chip_hour is None
+
+    @property
+    def capex_usd_per_unit(self) -> float:
+        """What one unit costs to buy: its accelerators and every other part."""
+        return self.chips_per_unit * (self.purchase_usd_per_chip or 0.0) + sum(usd for _, usd in self.system_parts_usd)

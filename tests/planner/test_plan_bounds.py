@@ -83,7 +83,13 @@ def test_a_search_in_chunks_ranks_fronts_and_counts_as_one_pass_does(budget, pes
         assert r.estimate(int(mine[0])) == whole.estimate(int(ranked[0]))
 
 
-def test_the_issues_15_million_candidate_request_is_refused_in_under_a_second_naming_the_fields(catalog, token_client):
+def test_the_issues_15_million_candidate_request_is_refused_before_any_search_naming_the_fields(catalog, token_client, monkeypatch):
+    # Bounded by construction: the grid is counted, never built or searched (the time is printed, not
+    # asserted: a shared CI machine's speed says nothing about the code).
+    def no_search(*args, **kwargs):
+        raise AssertionError("a refused plan must not search")
+
+    monkeypatch.setattr(services, "search_streamed", no_search)
     started = time.perf_counter()
     response = token_client.post("/api/v1/plans/", HUGE, format="json")
     elapsed = time.perf_counter() - started
@@ -95,7 +101,6 @@ def test_the_issues_15_million_candidate_request_is_refused_in_under_a_second_na
     count = int(message.split(" configurations")[0].split()[-1].replace(",", ""))
     assert count > 10 * services.MAX_PLAN_CANDIDATES / 5
     print(f"\n15M-candidate request: {count:,} counted, refused in {elapsed * 1000:.0f} ms")
-    assert elapsed < 1.0
 
 
 def test_the_worst_allowed_request_builds_exactly_the_counted_grid(catalog):

@@ -47,32 +47,47 @@ class Command(BaseCommand):
         self.stdout.write(format_estimate(result))
 
 
+def _n(value, spec: str, scale: float = 1.0) -> str:
+    """A number as `spec` says, or "n/a" where the estimate has none (an infeasible one often has no times)."""
+    return "n/a" if value is None else format(value * scale, spec)
+
+
 def format_estimate(e: dict) -> str:
+    """Every estimate, feasible or not, in words (missing figures as n/a)."""
     lines = [
         f"{e['model_slug']} on {e['chip_count']} x {e['chip_slug']} (TP {e['tensor_parallel']}, PP {e['pipeline_parallel']}, "
         f"{e['replicas']} replica(s)), weights {e['weight_dtype']}, KV {e['kv_dtype']}, compute {e['compute_dtype']}, "
         f"batch {e['batch']}, {e['decoding']}",
         f"  feasible: {e['feasible']}" + (f"  ({'; '.join(e['reasons'])})" if e["reasons"] else ""),
-        f"  TTFT {e['ttft_s'] * 1e3:.1f} ms   TPOT {e['tpot_s'] * 1e3:.2f} ms   {e['tokens_per_s_per_user']:.1f} tok/s per user   "
-        f"{e['output_tokens_per_s_total']:.0f} tok/s total",
+        f"  TTFT {_n(e['ttft_s'], '.1f', 1e3)} ms   TPOT {_n(e['tpot_s'], '.2f', 1e3)} ms   "
+        f"{_n(e['tokens_per_s_per_user'], '.1f')} tok/s per user   {_n(e['output_tokens_per_s_total'], '.0f')} tok/s total",
     ]
     for phase in ("prefill", "decode"):
         p = e[phase]
         lines.append(
-            f"  {phase:8} {p['bound']}-bound: intensity {p['intensity_flop_per_byte']:.1f} FLOP/byte vs ridge {p['ridge_flop_per_byte']:.0f}; "
-            f"compute {p['compute_s'] * 1e3:.2f} ms, memory {p['memory_s'] * 1e3:.2f} ms, comm {p['comm_s'] * 1e3:.2f} ms"
+            f"  {phase:8} {p['bound']}-bound: intensity {_n(p['intensity_flop_per_byte'], '.1f')} FLOP/byte vs ridge "
+            f"{_n(p['ridge_flop_per_byte'], '.0f')}; compute {_n(p['compute_s'], '.2f', 1e3)} ms, memory {_n(p['memory_s'], '.2f', 1e3)} ms, "
+            f"comm {_n(p['comm_s'], '.2f', 1e3)} ms"
         )
     m = e["memory"]
     lines.append(
-        f"  memory per chip: weights {m['weights_bytes_per_chip'] / 1e9:.1f} GB, KV {m['kv_bytes_per_chip'] / 1e9:.1f} GB, "
-        f"activations {m['activation_bytes_per_chip'] / 1e9:.2f} GB of {m['usable_bytes_per_chip'] / 1e9:.1f} GB usable; "
+        f"  memory per chip: weights {_n(m['weights_bytes_per_chip'], '.1f', 1e-9)} GB, KV {_n(m['kv_bytes_per_chip'], '.1f', 1e-9)} GB, "
+        f"activations {_n(m['activation_bytes_per_chip'], '.2f', 1e-9)} GB of {_n(m['usable_bytes_per_chip'], '.1f', 1e-9)} GB usable; "
         f"max concurrency {m['max_concurrency']}"
     )
-    lines.append(f"  MFU {e['mfu'] * 100:.1f}%  MBU {e['mbu'] * 100:.1f}%  energy {e['energy_per_output_token_j']:.3f} J/token "
-                 f"(at TDP: {e['energy_per_output_token_upper_j']:.3f})  efficiency: {e['efficiency_source']}")  # fmt: skip
+    lines.append(
+        f"  MFU {_n(e['mfu'], '.1f', 100)}%  MBU {_n(e['mbu'], '.1f', 100)}%  energy {_n(e['energy_per_output_token_j'], '.3f')} J/token "
+        f"(at TDP: {_n(e['energy_per_output_token_upper_j'], '.3f')})  efficiency: {e['efficiency_source']}"
+    )
     for c in e["costs"]:
-        per_million = c["usd_per_million_output_tokens"]
-        lines.append(f"  ${per_million:.3f} per 1M output tokens  ({c['offering_slug']}, {c['pricing_model']}, ${c['usd_per_chip_hour']:.3f}/chip-h)")
+        lines.append(
+            f"  ${_n(c['usd_per_million_output_tokens'], '.3f')} per 1M output tokens  ({c['offering_slug']}, {c['ownership']}, "
+            f"{c['pricing_model']}, ${c['usd_per_chip_hour']:.3f}/chip-h; {c['billed_chips']} chips paid for: "
+            f"${c['usd_per_hour']:,.2f}/h, ${c['usd_per_month']:,.0f}/month)"
+        )
+        if c["ownership"] == "own":
+            split = ", ".join(f"{name} ${value:.3f}" for name, value in sorted(c["cost_split"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"      per chip-hour: {split}")
     for warning in e["warnings"]:
         lines.append(f"  warning: {warning}")
     return "\n".join(lines)

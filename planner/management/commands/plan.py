@@ -59,14 +59,21 @@ def format_plan(plan, *, top: int) -> str:
     r = plan.results
     lines = [f"plan {plan.id}: {plan.model_slug}, {plan.candidate_count:,} configurations, {plan.feasible_count:,} feasible "
              f"({r['search_seconds'] * 1e3:.0f} ms)"]  # fmt: skip
-    lines.append(f"{'#':>3} {'configuration':52} {'$/1M out':>9} {'TTFT ms':>8} {'TPOT ms':>8} {'tok/s/user':>10} {'tok/s total':>11} bound")
+    lines.append(
+        f"{'#':>3} {'configuration':52} {'$/1M out':>9} {'TTFT ms':>8} {'TPOT ms':>8} {'tok/s/user':>10} {'tok/s total':>11} "
+        f"{'bound':12} {'own?':4} {'$/chip-h':>8} {'$/month':>9} offering"
+    )
     for rank, row in enumerate(r["ranked"][:top], start=1):
         config = (f"{row['chip_count']}x {row['chip_slug']} TP{row['tensor_parallel']} PP{row['pipeline_parallel']} "
                   f"{row['weight_dtype']} b{row['batch']}")  # fmt: skip
         cost = row["usd_per_million_output_tokens"]
+        per_chip_hour, per_month = row.get("usd_per_chip_hour"), row.get("usd_per_month")
         lines.append(
             f"{rank:>3} {config:52} {cost if cost is not None else float('nan'):>9.3f} {row['ttft_s'] * 1e3:>8.1f} "
-            f"{row['tpot_s'] * 1e3:>8.2f} {row['tokens_per_s_per_user']:>10.1f} {row['output_tokens_per_s_total']:>11.0f} {row['decode']['bound']}"
+            f"{row['tpot_s'] * 1e3:>8.2f} {row['tokens_per_s_per_user']:>10.1f} {row['output_tokens_per_s_total']:>11.0f} "
+            f"{row['decode']['bound']:12} {row.get('ownership') or '-':4} "
+            f"{per_chip_hour if per_chip_hour is not None else float('nan'):>8.2f} {per_month if per_month is not None else float('nan'):>9,.0f} "
+            f"{row.get('offering') or '-'}"
         )
     if r["infeasible"]:
         lines.append("infeasible:")

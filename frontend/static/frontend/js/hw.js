@@ -13,7 +13,10 @@
   };
   hw.fmtGB = function (bytes) { return bytes === null || bytes === undefined ? "–" : sig(bytes / 1e9) + " GB"; };
   hw.fmtTime = function (s) { return s === null || s === undefined ? "–" : (s < 1 ? sig(s * 1000) + " ms" : sig(s) + " s"); };
-  hw.fmtUsd = function (v) { return v === null || v === undefined ? "–" : "$" + sig(v); };
+  hw.fmtUsd = function (v) {
+    if (v === null || v === undefined) return "–";
+    return Math.abs(v) >= 1000 ? "$" + Math.round(v).toLocaleString("en-US") : "$" + sig(v);
+  };
   hw.fmtPct = function (f) { return f === null || f === undefined ? "–" : (f * 100).toFixed(1) + "%"; };
 
   hw.readJson = function (id) { var el = document.getElementById(id); return el ? JSON.parse(el.textContent) : null; };

@@ -127,6 +127,25 @@
       else if (key === "bounds") td.textContent = (row.prefill_bound || "–") + " / " + (row.decode_bound || "–");
       else td.textContent = hw.fmtGB(m[key]);
     });
+    var c = row.cost || {};
+    document.querySelectorAll("#cost-table [data-cost]").forEach(function (td) {
+      var key = td.dataset.cost;
+      if (!row.cost) td.textContent = "–";
+      else if (key === "ownership") td.textContent = c.ownership === "own" ? "own (a purchase, priced as a whole system)" : "rent";
+      else if (key === "offering") td.textContent = c.offering + (c.provider ? " (" + c.provider + ")" : "") + " · " + c.pricing_model;
+      else if (key === "billed_chips") td.textContent = c.billed_chips === null ? "–" : c.billed_chips + (c.chips_per_unit > 1 ? " (units of " + c.chips_per_unit + ")" : "");
+      else if (key === "utilisation") td.textContent = c.utilisation === null || c.utilisation === undefined ? "–" : hw.fmtPct(c.utilisation);
+      else td.textContent = hw.fmtUsd(c[key]);
+    });
+    var split = document.getElementById("cost-split");
+    if (split) {
+      split.textContent = "";
+      (c.split || []).forEach(function (part) {
+        var tr = document.createElement("tr"), th = document.createElement("th"), td = document.createElement("td");
+        th.scope = "row"; th.className = "small"; th.textContent = part[0]; td.textContent = hw.fmtUsd(part[1]) + " per chip-hour";
+        tr.appendChild(th); tr.appendChild(td); split.appendChild(tr);
+      });
+    }
   }
 
   function select(rank, fromChart) {
