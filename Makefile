@@ -23,9 +23,12 @@ catalog: migrate
 	$(BIN)/python manage.py loadcatalog
 
 ## Start the web app and a Celery worker with embedded beat; Ctrl-C stops both.
+## HOST and PORT choose the address: make run PORT=8010 (default 127.0.0.1:8000).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 run: catalog
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	VENV=$(VENV) bin/run
+	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) bin/run
 
 ## Run the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
 test: install

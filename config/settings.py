@@ -389,6 +389,23 @@ PLAN_TASK_TIME_LIMIT = env_int("PLAN_TASK_TIME_LIMIT_S", 330, minimum=20)
 # A plan's status is one enum in the schema (validation runs have their own).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {**SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"], "PlanStatusEnum": "planner.models.Plan.Status"}
 
+# --- Serving simulations (planner.simulation_services, planner/tasks.py; docs/simulation.md) ----
+# One simulation draws or uploads at most this many requests (10,000 take ~0.3 s on one core).
+SIMULATION_MAX_REQUESTS = env_int("SIMULATION_MAX_REQUESTS", 20_000, minimum=1)
+# An uploaded trace (CSV or JSONL) is at most this many bytes (~25 bytes a request).
+SIMULATION_MAX_TRACE_BYTES = env_int("SIMULATION_MAX_TRACE_BYTES", 2_000_000, minimum=1_000)
+# A simulation of at most this many requests (a plan's stage: top_n x requests) runs inside the
+# request; a bigger one is stored queued and run by workers (a plan's: one task per candidate).
+SIMULATION_INLINE_MAX_REQUESTS = env_int("SIMULATION_INLINE_MAX_REQUESTS", 5_000, minimum=0)
+# ...and of at most this many prompt + output tokens in all (steps grow with tokens when batches are
+# small); one simulation may carry at most SIMULATION_MAX_TOKENS.
+SIMULATION_INLINE_MAX_TOKENS = env_int("SIMULATION_INLINE_MAX_TOKENS", 5_000_000, minimum=0)
+SIMULATION_MAX_TOKENS = env_int("SIMULATION_MAX_TOKENS", 100_000_000, minimum=1)
+# A plan simulates at most top_n x requests in all.
+SIMULATION_MAX_PLAN_REQUESTS = env_int("SIMULATION_MAX_PLAN_REQUESTS", 400_000, minimum=1)
+SIMULATION_TASK_SOFT_TIME_LIMIT = env_int("SIMULATION_TASK_SOFT_TIME_LIMIT_S", 300, minimum=10)
+SIMULATION_TASK_TIME_LIMIT = env_int("SIMULATION_TASK_TIME_LIMIT_S", 330, minimum=20)
+
 # --- Production hardening -------------------------------------------------------------
 if PRODUCTION:
     SESSION_COOKIE_SECURE = True

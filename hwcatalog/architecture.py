@@ -54,6 +54,30 @@ class ArchShape:
     moe_intermediate_size: int | None = None
     sliding_window: int | None = None  # tokens a windowed layer attends to
     sliding_window_layers: int | None = None  # layers with the window (None with a window: all)
+    # A gate on the attention output, projected with the queries (Qwen3-Next, Qwen3.5): q_proj is twice as wide.
+    attention_output_gate: bool = False
+    # Layers whose token mixer keeps a constant recurrent state instead of a KV cache: Gated DeltaNet linear
+    # attention (Qwen3-Next, Qwen3.5) or Mamba-2 (Nemotron-H). Both are described by one set of widths:
+    # key heads x key dim (Mamba-2: n_groups x ssm_state_size, the B and C projections), value heads x value dim
+    # (Mamba-2: mamba_num_heads x mamba_head_dim, the x projection), and a short causal convolution.
+    linear_attention_kind: str = ""  # "", "gated_deltanet", "mamba2"
+    linear_attention_layers: int | None = None
+    linear_num_key_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_num_value_heads: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    # Layers with a (full, windowed or latent) attention mixer; None: num_layers - linear_attention_layers.
+    # Nemotron-H's blocks hold one sublayer each (Mamba, attention, MLP or MoE), so the counts differ.
+    attention_layers: int | None = None
+    # Layers with an FFN (dense or MoE); None: all. Nemotron-H's Mamba and attention blocks have none.
+    ffn_layers: int | None = None
+    shared_expert_intermediate_size: int | None = None  # None: moe_intermediate_size
+    # Sparse top-k attention (DeepSeek Sparse Attention, V3.2): an indexer of indexer_num_heads x
+    # indexer_head_dim scores every cached token, the attention reads the top sparse_attention_topk.
+    sparse_attention_topk: int | None = None
+    indexer_num_heads: int | None = None
+    indexer_head_dim: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -62,6 +86,83 @@ class ArchShape:
     @property
     def is_mla(self) -> bool:
         return self.attention_kind == "mla"
+
+    @property
+    def has_linear_layers(self) -> bool:
+        return bool(self.linear_attention_kind and self.linear_attention_layers)
+
+    @property
+    def is_sparse(self) -> bool:
+        return bool(self.sparse_attention_topk)
+
+
+LINEAR_ATTENTION_KINDS = ("gated_deltanet", "mamba2")
+
+
+def linear_layer_count(shape: ArchShape) -> int:
+    """Layers with a linear-attention / SSM mixer (0 for a pure transformer)."""
+    return (shape.linear_attention_layers or 0) if shape.linear_attention_kind else 0
+
+
+def attention_layer_count(shape: ArchShape) -> int:
+    """Layers with an attention mixer (the ones that hold a KV cache)."""
+    if shape.attention_layers is not None:
+        return shape.attention_layers
+    return shape.num_layers - linear_layer_count(shape)
+
+
+def ffn_layer_count(shape: ArchShape) -> int:
+    return shape.num_layers if shape.ffn_layers is None else shape.ffn_layers
+
+
+def linear_dims(shape: ArchShape) -> tuple[int, int, int]:
+    """(key width, value width, conv channels) of one linear layer: key = key heads x key dim, value =
+    value heads x value dim, and the convolution runs over q, k and v (Mamba-2: B, C and x)."""
+    key = (shape.linear_num_key_heads or 0) * (shape.linear_key_head_dim or 0)
+    value = (shape.linear_num_value_heads or 0) * (shape.linear_value_head_dim or 0)
+    return key, value, 2 * key + value
+
+
+def linear_params_per_layer(shape: ArchShape) -> int:
+    """One Gated DeltaNet or Mamba-2 mixer (norms and per-head scalars of < 0.01% left out but the gates).
+
+    Gated DeltaNet (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz d x (2k + 2v), in_proj_ba d x 2H_v
+    (beta and the decay), conv1d (2k + v) x kernel, out_proj v x d.
+    Mamba-2 (Dao and Gu 2024; transformers NemotronHMamba2Mixer): in_proj d x (2v + 2k + H) for z, x, B, C
+    and dt, conv1d (2k + v) x kernel, out_proj v x d."""
+    if not shape.linear_attention_kind:
+        return 0
+    d = shape.hidden_size
+    key, value, conv = linear_dims(shape)
+    heads = shape.linear_num_value_heads or 0
+    per_head = 2 if shape.linear_attention_kind == "gated_deltanet" else 1
+    return d * (2 * key + 2 * value + per_head * heads) + conv * (shape.linear_conv_kernel_dim or 0) + value * d
+
+
+def linear_state_elements_per_layer(shape: ArchShape) -> int:
+    """The recurrent state one sequence keeps in one linear layer: value heads x key dim x value dim
+    (Mamba-2: heads x ssm_state_size x head_dim) plus the convolution's last kernel-1 inputs."""
+    if not shape.linear_attention_kind:
+        return 0
+    _, _, conv = linear_dims(shape)
+    recurrent = (shape.linear_num_value_heads or 0) * (shape.linear_key_head_dim or 0) * (shape.linear_value_head_dim or 0)
+    return recurrent + conv * max((shape.linear_conv_kernel_dim or 1) - 1, 0)
+
+
+def linear_state_elements(shape: ArchShape) -> int:
+    """State elements one sequence holds over all linear layers, whatever its length."""
+    return linear_layer_count(shape) * linear_state_elements_per_layer(shape)
+
+
+def indexer_params_per_layer(shape: ArchShape) -> int:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report sec. 2.1; inference/model.py
+    Indexer): queries from the q latent (wq_b: q_lora_rank x heads*dim), one shared key (wk: d x dim) and a
+    weight per head (weights_proj: d x heads)."""
+    if not shape.is_sparse:
+        return 0
+    heads, dim = shape.indexer_num_heads or 0, shape.indexer_head_dim or 0
+    q_in = shape.q_lora_rank or shape.hidden_size
+    return q_in * heads * dim + shape.hidden_size * dim + shape.hidden_size * heads
 
 
 def attention_params_per_layer(shape: ArchShape) -> int:
@@ -78,7 +179,7 @@ def attention_params_per_layer(shape: ArchShape) -> int:
         kv_b = (shape.kv_lora_rank or 0) * heads * ((shape.qk_nope_head_dim or 0) + (shape.v_head_dim or 0))
         out = heads * (shape.v_head_dim or 0) * d
         return q + kv_a + kv_b + out
-    q = d * shape.num_attention_heads * shape.head_dim
+    q = d * shape.num_attention_heads * shape.head_dim * (2 if shape.attention_output_gate else 1)
     kv = 2 * d * shape.num_kv_heads * shape.head_dim
     out = shape.num_attention_heads * shape.head_dim * d
     return q + kv + out
@@ -96,6 +197,14 @@ def params_per_expert(shape: ArchShape) -> int:
     return ffn_params(shape.hidden_size, shape.moe_intermediate_size or shape.intermediate_size, shape.ffn_kind)
 
 
+def params_per_shared_expert(shape: ArchShape) -> int:
+    """One shared expert (its own width where the config gives one: Nemotron-3-Nano's is twice a routed one)."""
+    if not shape.is_moe:
+        return 0
+    width = shape.shared_expert_intermediate_size or shape.moe_intermediate_size or shape.intermediate_size
+    return ffn_params(shape.hidden_size, width, shape.ffn_kind)
+
+
 def experts_touched(num_experts, experts_per_token, tokens):
     """Distinct experts one MoE layer reads for `tokens` routed tokens under uniform routing:
     E*(1 - (1 - k/E)^tokens) (each expert is missed by a token w.p. 1 - k/E). Floats or NumPy
@@ -104,9 +213,10 @@ def experts_touched(num_experts, experts_per_token, tokens):
 
 
 def _moe_layers(shape: ArchShape) -> int:
+    """MoE layers: the shape's count, else every layer with an FFN."""
     if not shape.is_moe:
         return 0
-    return shape.num_layers if shape.moe_layer_count is None else shape.moe_layer_count
+    return ffn_layer_count(shape) if shape.moe_layer_count is None else shape.moe_layer_count
 
 
 def embedding_params(shape: ArchShape) -> int:
@@ -126,15 +236,16 @@ def stored_embedding_params(shape: ArchShape) -> int:
 
 def _layer_params(shape: ArchShape, experts_counted: int) -> int:
     moe_layers = _moe_layers(shape)
-    dense_layers = shape.num_layers - moe_layers
-    attention = shape.num_layers * attention_params_per_layer(shape)
+    dense_layers = ffn_layer_count(shape) - moe_layers
+    attention = attention_layer_count(shape) * (attention_params_per_layer(shape) + indexer_params_per_layer(shape))
+    linear = linear_layer_count(shape) * linear_params_per_layer(shape)
     dense_ffn = dense_layers * ffn_params(shape.hidden_size, shape.intermediate_size, shape.ffn_kind)
     moe_ffn = 0
     if moe_layers:
-        shared = shape.num_shared_experts or 0
+        shared = (shape.num_shared_experts or 0) * params_per_shared_expert(shape)
         router = shape.hidden_size * (shape.num_experts or 0)
-        moe_ffn = moe_layers * ((experts_counted + shared) * params_per_expert(shape) + router)
-    return attention + dense_ffn + moe_ffn
+        moe_ffn = moe_layers * (experts_counted * params_per_expert(shape) + shared + router)
+    return attention + linear + dense_ffn + moe_ffn
 
 
 def parameter_count(shape: ArchShape) -> int:
@@ -153,10 +264,15 @@ def kv_cache_elements_per_token(shape: ArchShape) -> int:
     Standard attention: K and V, 2 * L * H_kv * d_h (vLLM paper §3: OPT-13B 800 KB/token at fp16).
     MLA caches the compressed latent plus the decoupled RoPE key, L * (kv_lora_rank + rope_dim)
     (DeepSeek-V2 paper, Table 1: 576 elements per layer for V3's sizes).
+    Only attention layers hold a cache (a hybrid's linear / Mamba layers keep a constant state instead:
+    linear_state_elements). DeepSeek Sparse Attention also caches the indexer's key, indexer_head_dim
+    elements per layer (stored in fp8 by DeepSeek's kernels: the bytes here are an upper bound).
     """
+    layers = attention_layer_count(shape)
+    indexer = layers * (shape.indexer_head_dim or 0) if shape.is_sparse else 0
     if shape.is_mla:
-        return shape.num_layers * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0))
-    return 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim
+        return layers * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0)) + indexer
+    return 2 * layers * shape.num_kv_heads * shape.head_dim + indexer
 
 
 def kv_cache_bytes_per_token(shape: ArchShape, dtype: str) -> float:

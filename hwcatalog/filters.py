@@ -23,8 +23,18 @@ class ByteCountFilter(django_filters.NumberFilter):
         super().__init__(*args, min_value=0, max_value=MAX_BYTES_FILTER, **kwargs)
 
 
+@extend_schema_field({"type": "string", "enum": ["true", "false"]})
+class TrueFalseFilter(django_filters.TypedChoiceFilter):
+    """Exactly "true" or "false" (BooleanFilter reads anything else as no filter at all)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, choices=[("true", "true"), ("false", "false")], coerce=lambda v: v == "true", **kwargs)
+
+
 class ChipFilter(django_filters.FilterSet):
     vendor = django_filters.CharFilter(lookup_expr="iexact")
+    # true: the validation workers' measured devices instead of the public catalog (anything else: 400)
+    measured = TrueFalseFilter()
     min_memory_capacity_bytes = ByteCountFilter(field_name="memory_capacity_bytes", lookup_expr="gte")
 
     class Meta:

@@ -61,6 +61,11 @@ class Chip(Sourced):
     cores = models.PositiveIntegerField(null=True, blank=True, help_text="CPU cores per socket.")
     tdp_watts = models.FloatField(null=True, blank=True)
     aliases = models.JSONField(default=list, blank=True, help_text="Other names of this chip (e.g. AIConfigurator's system names h100_sxm, gb200).")
+    measured = models.BooleanField(
+        default=False,
+        help_text="A validation worker's own device, read off a probe: it lives with its runs (GET /api/v1/chips/?measured=true), "
+        "never in the public chip list or a plan.",
+    )
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
@@ -245,6 +250,37 @@ class ModelArch(Sourced):
     sliding_window_layers = models.PositiveIntegerField(
         null=True, blank=True, help_text="How many layers use the window (empty with a window: all of them)."
     )
+    attention_output_gate = models.BooleanField(
+        default=False, help_text="A sigmoid gate on the attention output, projected with the queries (Qwen3-Next, Qwen3.5)."
+    )
+
+    class LinearAttentionKind(models.TextChoices):
+        NONE = "", "none"
+        GATED_DELTANET = "gated_deltanet", "Gated DeltaNet linear attention"
+        MAMBA2 = "mamba2", "Mamba-2 state-space layer"
+
+    linear_attention_kind = models.CharField(
+        max_length=16, blank=True, default="", choices=LinearAttentionKind.choices,
+        help_text="The mixer of the layers that keep a constant recurrent state instead of a KV cache.",
+    )
+    linear_attention_layers = models.PositiveIntegerField(null=True, blank=True, help_text="Layers with the linear / SSM mixer.")
+    linear_num_key_heads = models.PositiveIntegerField(null=True, blank=True, help_text="Gated DeltaNet key heads; Mamba-2: n_groups.")
+    linear_key_head_dim = models.PositiveIntegerField(null=True, blank=True, help_text="Gated DeltaNet key head dim; Mamba-2: ssm_state_size.")
+    linear_num_value_heads = models.PositiveIntegerField(null=True, blank=True, help_text="Gated DeltaNet value heads; Mamba-2: mamba_num_heads.")
+    linear_value_head_dim = models.PositiveIntegerField(null=True, blank=True, help_text="Gated DeltaNet value head dim; Mamba-2: mamba_head_dim.")
+    linear_conv_kernel_dim = models.PositiveIntegerField(null=True, blank=True, help_text="The short causal convolution's width.")
+    attention_layers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Layers with an attention mixer (empty: num_layers - linear_attention_layers)."
+    )
+    ffn_layers = models.PositiveIntegerField(null=True, blank=True, help_text="Layers with an FFN, dense or MoE (empty: all).")
+    shared_expert_intermediate_size = models.PositiveIntegerField(
+        null=True, blank=True, help_text="A shared expert's width where it differs from moe_intermediate_size."
+    )
+    sparse_attention_topk = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Tokens a sparse-attention query reads (DeepSeek Sparse Attention: index_topk)."
+    )
+    indexer_num_heads = models.PositiveIntegerField(null=True, blank=True, help_text="The sparse-attention indexer's heads.")
+    indexer_head_dim = models.PositiveIntegerField(null=True, blank=True, help_text="The sparse-attention indexer's head dim (its cached key).")
     hf_id = models.CharField(max_length=200, blank=True, default="", db_index=True, help_text="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B.")
     hf_aliases = models.JSONField(
         default=list, blank=True, help_text="Other Hugging Face repositories of the same architecture (instruct, pre-quantised: nvidia/...-FP8)."
@@ -298,6 +334,10 @@ class ModelArch(Sourced):
 
     def kv_cache_bytes_per_token(self, dtype: str = "bf16") -> float:
         return architecture.kv_cache_bytes_per_token(self.shape(), dtype)
+
+    def linear_state_bytes_per_sequence(self, dtype: str = "bf16") -> float:
+        """The constant state a sequence holds in the linear / Mamba layers (0 without any)."""
+        return architecture.linear_state_elements(self.shape()) * architecture.bytes_per_element(dtype)
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of the shape-derived parameter count at a dtype (what the planner counts; the published

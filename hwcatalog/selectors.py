@@ -8,7 +8,13 @@ from hwcatalog.models import Chip, ModelArch, Offering
 
 
 def chip_list() -> QuerySet[Chip]:
-    return Chip.objects.all()
+    """The public catalog's chips: every one but the validation workers' measured devices."""
+    return Chip.objects.filter(measured=False)
+
+
+def measured_device_list() -> QuerySet[Chip]:
+    """The validation workers' own devices, read off probes (they live with their runs)."""
+    return Chip.objects.filter(measured=True)
 
 
 def chip_get(*, slug: str) -> Chip:

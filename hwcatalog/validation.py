@@ -40,7 +40,14 @@ ARCH_REQUIRED_DIMS = ("num_layers", "hidden_size", "num_attention_heads", "num_k
 ARCH_OPTIONAL_DIMS = (
     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
     "num_experts", "experts_per_token", "moe_layer_count", "moe_intermediate_size", "default_block_size",
+    "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "shared_expert_intermediate_size", "sparse_attention_topk", "indexer_num_heads",
+    "indexer_head_dim",
 )
+ARCH_LAYER_COUNTS = ("linear_attention_layers", "attention_layers", "ffn_layers")
+LINEAR_ATTENTION_KINDS = ("gated_deltanet", "mamba2")
+LINEAR_SHAPE_FIELDS = ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim", "linear_conv_kernel_dim")
+SPARSE_FIELDS = ("sparse_attention_topk", "indexer_num_heads", "indexer_head_dim")
 
 
 def validate_arch(data: Mapping[str, Any]) -> Errors:
@@ -55,6 +62,10 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
     shared = data.get("num_shared_experts")
     if shared is not None and (isinstance(shared, bool) or not isinstance(shared, int) or shared < 0):
         errors["num_shared_experts"] = "Must be zero or a positive integer."
+    for field in ARCH_LAYER_COUNTS:
+        value = data.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS):
+            errors[field] = f"Must be an integer between 0 and {MAX_LAYERS}."
     if errors:
         return errors
 
@@ -90,12 +101,61 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         errors["sliding_window_layers"] = "Needs a sliding_window."
     elif (data.get("sliding_window_layers") or 0) > data["num_layers"]:
         errors["sliding_window_layers"] = "Cannot exceed num_layers."
+    errors.update(_layer_kind_errors(data))
     hf_id = data.get("hf_id")
     if hf_id and (not isinstance(hf_id, str) or not HF_ID.fullmatch(hf_id)):
         errors["hf_id"] = "A Hugging Face repository id: ORG/NAME (letters, digits, '.', '_', '-')."
     message = validate_names(data.get("hf_aliases", []), pattern=HF_ID, what="Hugging Face repository ids (ORG/NAME)")
     if message:
         errors["hf_aliases"] = message
+    return errors
+
+
+def _layer_kind_errors(data: Mapping[str, Any]) -> Errors:
+    """Hybrid layers (linear attention / Mamba-2 beside attention layers, FFN-less blocks) and sparse top-k
+    attention: each needs its whole shape, and the layer counts must fit in num_layers."""
+    errors: Errors = {}
+    layers = data["num_layers"]
+    kind = data.get("linear_attention_kind") or ""
+    linear = data.get("linear_attention_layers")
+    if kind and kind not in LINEAR_ATTENTION_KINDS:
+        errors["linear_attention_kind"] = f"Must be one of {', '.join(LINEAR_ATTENTION_KINDS)} (or empty)."
+    elif kind:
+        if not linear:
+            errors["linear_attention_layers"] = f"Required for {kind} layers."
+        for field in LINEAR_SHAPE_FIELDS:
+            if not data.get(field):
+                errors[field] = f"Required for {kind} layers."
+        if not errors.get("linear_num_key_heads") and not errors.get("linear_num_value_heads"):
+            if data["linear_num_value_heads"] % data["linear_num_key_heads"]:
+                errors["linear_num_value_heads"] = "Must be a multiple of linear_num_key_heads (heads share a key head or group)."
+    else:
+        for field in ("linear_attention_layers", *LINEAR_SHAPE_FIELDS):
+            if data.get(field):
+                errors[field] = "Needs a linear_attention_kind."
+    attention = data.get("attention_layers")
+    linear_count = linear if kind and linear else 0
+    if linear_count > layers:
+        errors["linear_attention_layers"] = "Cannot exceed num_layers."
+    elif attention is not None and attention + linear_count > layers:
+        errors["attention_layers"] = "attention_layers + linear_attention_layers cannot exceed num_layers."
+    full = attention if attention is not None else layers - linear_count
+    if (data.get("sliding_window_layers") or 0) > full and not errors:
+        errors["sliding_window_layers"] = "Cannot exceed the attention layers."
+    ffn = data.get("ffn_layers")
+    if ffn is not None and ffn > layers:
+        errors["ffn_layers"] = "Cannot exceed num_layers."
+    elif data.get("num_experts") and data.get("moe_layer_count") is not None and data["moe_layer_count"] > (layers if ffn is None else ffn):
+        errors["moe_layer_count"] = "Cannot exceed the layers with an FFN (ffn_layers)."
+    if data.get("shared_expert_intermediate_size") and not data.get("num_shared_experts"):
+        errors["shared_expert_intermediate_size"] = "Needs num_shared_experts."
+    given = [f for f in SPARSE_FIELDS if data.get(f)]
+    if given and len(given) < len(SPARSE_FIELDS):
+        for field in SPARSE_FIELDS:
+            if not data.get(field):
+                errors[field] = "Sparse top-k attention needs sparse_attention_topk, indexer_num_heads and indexer_head_dim."
+    if given and full == 0:
+        errors["sparse_attention_topk"] = "Sparse attention needs attention layers."
     return errors
 
 

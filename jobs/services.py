@@ -316,13 +316,18 @@ def validation_trial_run(*, run_id: str) -> None:
                 batch=run.params["batch"], prompt_tokens=run.params["prompt_tokens"], output_tokens=run.params["decode_steps"] + 1,
                 num_layers=outcome.layers_run,
             )  # fmt: skip
-        _finish(
-            run, status=ValidationRun.Status.SUCCEEDED, device_name=outcome.device_name or "", matched_chip_slug=chip.slug if chip else "",
-            measured=measured, predicted=predicted, error_percent=_errors(predicted, measured), environment=outcome.environment,
-            progress_percent=100.0, progress_message="done", log_tail="\n".join(log[-50:]),
-        )  # fmt: skip
-        if predicted and chip is not None:
-            _refit_calibration(chip=chip, dtype=run.params["dtype"])
+        # One transaction: whoever sees the run succeeded also sees the calibration refitted from it (the
+        # next estimate uses it). Committed apart, a client polling the run could read "succeeded" and ask
+        # for an estimate, or the calibration, before the refit was written (issue 14's flaky test).
+        with transaction.atomic():
+            _finish(
+                run, status=ValidationRun.Status.SUCCEEDED, device_name=outcome.device_name or "",
+                matched_chip_slug=chip.slug if chip else "", measured=measured, predicted=predicted,
+                error_percent=_errors(predicted, measured), environment=outcome.environment,
+                progress_percent=100.0, progress_message="done", log_tail="\n".join(log[-50:]),
+            )  # fmt: skip
+            if predicted and chip is not None:
+                _refit_calibration(chip=chip, dtype=run.params["dtype"])
     except Cancelled:
         logger.info("validation run %s was cancelled", run_id)
     except Exception as exc:  # noqa: BLE001 - any failure ends the run with its reason, never "running"

@@ -11,6 +11,7 @@ from typing import Any
 
 from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
+from planner.engine.attention import attention_for
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
 from planner.engine.family_fit import FamilyProfile, family_of, fitted_family, load_family_profiles
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
@@ -26,18 +27,44 @@ def model_spec(model: ModelArch, *, num_layers: int | None = None) -> ModelSpec:
     141.1 GB at bf16), not the rounded published ones (70e9), which stay the catalog's labels."""
     shape = model.shape()
     if num_layers is not None and num_layers != model.num_layers:
-        scaled_moe_layers = round((model.moe_layer_count or model.num_layers) * num_layers / model.num_layers) if model.is_moe else None
-        shape = dataclasses.replace(shape, num_layers=num_layers, moe_layer_count=scaled_moe_layers)
+        shape = scaled_shape(shape, num_layers)
     total, active = float(architecture.parameter_count(shape)), float(architecture.active_parameter_count(shape))
     return ModelSpec(
         slug=model.slug,
         shape=shape,
         total_params=total,
         active_params=active,
+        attention=attention_for(shape),
         generation_kind=model.generation_kind,
         default_block_size=model.default_block_size,
         max_context_tokens=model.max_context_tokens,
     )
+
+
+def scaled_shape(shape: architecture.ArchShape, num_layers: int) -> architecture.ArchShape:
+    """The shape with `num_layers` layers of the same kinds in the same proportions: its MoE, FFN, windowed,
+    linear-attention (Gated DeltaNet / Mamba-2) and attention layer counts scale with it, each kind it has
+    keeping at least one layer."""
+    factor = num_layers / shape.num_layers
+
+    def scale(count: int | None) -> int | None:
+        return min(max(round(count * factor), 1), num_layers) if count else count
+
+    attention = scale(shape.attention_layers)
+    linear = scale(shape.linear_attention_layers) if shape.linear_attention_kind else shape.linear_attention_layers
+    if linear and shape.linear_attention_kind:
+        has_attention = architecture.attention_layer_count(shape) > 0
+        linear = min(linear, num_layers - (attention if attention is not None else int(has_attention)))
+    ffn = scale(shape.ffn_layers)
+    moe = None
+    if shape.is_moe:
+        moe = min(scale(shape.moe_layer_count if shape.moe_layer_count is not None else architecture.ffn_layer_count(shape)) or 0,
+                  ffn if ffn is not None else num_layers)  # fmt: skip
+    windowed = scale(shape.sliding_window_layers)
+    return dataclasses.replace(
+        shape, num_layers=num_layers, moe_layer_count=moe, ffn_layers=ffn, attention_layers=attention,
+        linear_attention_layers=linear, sliding_window_layers=windowed,
+    )  # fmt: skip
 
 
 def chip_spec(chip: Chip) -> ChipSpec:

@@ -123,3 +123,48 @@ class Calibration(models.Model):
     def label(self) -> str:
         engine = f", {self.serving_engine}" if self.serving_engine else ""
         return f"calibration v{self.version} ({self.run_count} runs{engine})"
+
+
+class SimulationRun(models.Model):
+    """One serving simulation (planner/engine/simulation/): a configuration under a workload, its
+    inputs and its results (latency percentiles, goodput, queue and KV over time).
+
+    Made by POST /api/v1/simulations/, or by a plan's simulation stage, one per candidate (`plan`,
+    `candidate_rank`: its place in the plan's analytical ranking). A small one runs inside the request;
+    a bigger one is stored queued and run by a worker (planner/tasks.py run_simulation), which fills in
+    the run fields, as for a Plan."""
+
+    Status = Plan.Status
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    model_slug = models.CharField(max_length=80)
+    chip_slug = models.CharField(max_length=80)
+    inputs = models.JSONField(help_text="The request as validated: configuration, workload, SLOs, scheduler (a trace's rows are in `trace`).")
+    trace = models.JSONField(default=dict, blank=True, help_text="An uploaded trace's columns (arrival_s, prompt_tokens, output_tokens, lines).")
+    request_count = models.PositiveIntegerField(help_text="Requests simulated.")
+    results = models.JSONField(default=dict, blank=True)
+    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="simulations")
+    candidate_rank = models.PositiveIntegerField(null=True, blank=True, help_text="Of a plan's stage: the candidate's analytical rank, from 1.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=8, choices=Plan.Status.choices, default=Plan.Status.DONE,
+                              help_text="queued and running: a worker is simulating; done: results stored; failed: see error.")  # fmt: skip
+    progress = models.FloatField(default=1.0, help_text="0 until the run is done, then 1 (a simulation is one step).")
+    error = models.TextField(blank=True, default="", help_text="Why the simulation failed, in words.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "candidate_rank"], name="simulation_run_plan_candidate_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"simulation {self.id} of {self.model_slug} on {self.chip_slug}"
+
+    @property
+    def pending(self) -> bool:
+        return self.status in Plan.PENDING

@@ -10,6 +10,7 @@ from hwcatalog.validation import SLUG_PATTERN
 from inputs.serializers import StrictSerializer
 from planner.engine import method_names
 from planner.engine_profiles import profile_covers, serving_engines
+from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, plan_simulation_check
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
 
@@ -170,7 +171,11 @@ class EstimateInputSerializer(WorkloadSerializer):
     chip = SlugOf(Chip)
     chip_count = serializers.IntegerField(min_value=1, max_value=MAX_CHIPS, default=1)
     tensor_parallel = IntOrAuto(word="auto", minimum=1, maximum=64, default="auto")
-    pipeline_parallel = serializers.IntegerField(min_value=1, max_value=256, default=1)
+    pipeline_parallel = serializers.IntegerField(
+        min_value=1, max_value=256, required=False,
+        help_text="Pipeline stages per replica. Unset: 1, except that an LPU with tensor_parallel auto shards the model "
+        "over its chips (TP x PP).",
+    )
     attention_data_parallel = serializers.IntegerField(
         min_value=1, max_value=256, default=1,
         help_text="Attention replicas per replica, each with its own KV cache; the experts are spread over all of them.",
@@ -189,10 +194,11 @@ class EstimateInputSerializer(WorkloadSerializer):
         if engine and not profile_covers(attrs["chip"]):
             raise serializers.ValidationError({"serving_engine": f"{engine}'s profile was fitted on NVIDIA GPUs; {attrs['chip'].slug} is not one."})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
-        _check_context(attrs["model"], attrs)
+        if "prompt_tokens" in attrs:  # a simulation (planner/simulation_serializers.py) checks its own lengths
+            _check_context(attrs["model"], attrs)
         _check_decoding(attrs["model"], attrs["decoding"])
         tp, count = attrs["tensor_parallel"], attrs["chip_count"]
-        pp = attrs["pipeline_parallel"] * attrs["attention_data_parallel"]  # the other degrees of a replica
+        pp = attrs.get("pipeline_parallel", 1) * attrs["attention_data_parallel"]  # the other degrees of a replica
         if tp != "auto":
             if attrs["model"].num_attention_heads % tp:
                 raise serializers.ValidationError(
@@ -235,9 +241,17 @@ class PlanInputSerializer(StrictSerializer):
         choices=["expected", "pessimistic"], default="expected",
         help_text="expected: by predicted $/1M output tokens; pessimistic: by the high end of its 80% interval.",
     )
+    # Issue 15: the top candidates simulated and re-ranked at percentile SLOs (planner/simulation_services.py).
+    slo_percentiles = PercentileSlosSerializer(
+        required=False, help_text="SLOs as percentiles, e.g. {\"ttft\": {\"p\": 95, \"s\": 0.5}}: the top candidates are simulated and re-ranked.",
+    )
+    simulation = PlanSimulationSerializer(
+        required=False, help_text="The workload the top candidates are simulated under; absent: the plan's own workload at its rate or concurrency.",
+    )
 
     def validate(self, attrs):
         model = attrs["model"]
+        plan_simulation_check(attrs)
         _check_context(model, attrs["workload"])
         if not attrs.get("decodings"):
             attrs["decodings"] = [DecodingSerializer().to_internal_value({"method": _default_method(model)})]

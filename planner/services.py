@@ -30,8 +30,8 @@ from planner.engine import (
     SearchOptions,
     Workload,
     estimate,
-    tensor_parallel_options,
 )
+from planner.engine.chips import policy_for
 from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import Resolvers, decoding_from_params
@@ -174,9 +174,9 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
     batch = data.get("batch") or workload.concurrency or 1
 
-    def run(tp: int) -> Evaluation:
+    def run(tp: int, pp: int) -> Evaluation:
         deployment = Deployment(
-            chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=data["pipeline_parallel"],
+            chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=pp,
             attention_data_parallel=data["attention_data_parallel"], weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
         return evaluate_deployment(
@@ -184,13 +184,16 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
             calibration=calibration, disaggregated=data["disaggregated"],
         )  # fmt: skip
 
-    tp_options = (
-        [data["tensor_parallel"]] if data["tensor_parallel"] != "auto"
-        else tensor_parallel_options(model_spec, chip_spec, data["chip_count"], data["pipeline_parallel"] * data["attention_data_parallel"])
+    pp = data.get("pipeline_parallel")  # None: unset (1, or the chip kind's own sharding)
+    layouts = (
+        [(data["tensor_parallel"], pp or 1)] if data["tensor_parallel"] != "auto"
+        else policy_for(chip_spec).layouts_of_count(chip_spec, model_spec, data["chip_count"], weight_dtype=data["weight_dtype"],
+                                                    pipeline_parallel=pp, attention_data_parallel=data["attention_data_parallel"])
     )  # fmt: skip
-    # "auto": every TP that divides the heads and fits a node; the chip count is fixed, so the
-    # best is the feasible one with the most output tokens/s (ties: the smaller TP).
-    evaluations = [run(tp) for tp in tp_options]
+    # "auto": every TP that divides the heads and fits a node (an LPU: every TP x PP sharding that holds
+    # the weights); the chip count is fixed, so the best is the feasible one with the most output tokens/s
+    # (ties: the first, the smaller TP).
+    evaluations = [run(tp, pp) for tp, pp in layouts]
     estimates = [e.estimate() for e in evaluations]
     best = max(range(len(estimates)), key=lambda k: _tensor_parallel_preference(estimates[k]))
     result, chosen = estimates[best], evaluations[best]
@@ -414,6 +417,11 @@ def plan_search_run(
         "candidates_per_s": json_safe(streamed.candidates_per_s),
         "efficiency_sources": sorted({row["efficiency_source"] for row in top}),
     }  # every row is JSON-safe already (_row): no second pass over a few hundred of them
+    if data.get("simulation"):  # issue 15: the top candidates simulated and re-ranked at percentile SLOs
+        from planner.simulation_services import plan_simulation_stage
+
+        results = plan_simulation_stage(prepared, data=data, results=results)
+        top = results["ranked"]
     return {
         "results": results,
         "candidate_count": streamed.candidates,
@@ -438,8 +446,13 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None, 
         "created_by": user if getattr(user, "is_authenticated", False) else None,
     }  # fmt: skip
     if inline:
-        return Plan.objects.create(**record, **plan_search_run(prepared, data=data), status=Plan.Status.DONE, progress=1.0,
-                                   finished_at=timezone.now())  # fmt: skip
+        outcome = plan_search_run(prepared, data=data)
+        if data.get("simulation"):  # issue 15: a big simulation stage runs on workers, one task per candidate
+            from planner.simulation_services import plan_simulation_pending, plan_simulations_start
+
+            if plan_simulation_pending(outcome):
+                return plan_simulations_start(record=record, outcome=outcome)
+        return Plan.objects.create(**record, **outcome, status=Plan.Status.DONE, progress=1.0, finished_at=timezone.now())
     plan = Plan.objects.create(
         **record, results={}, candidate_count=prepared.candidates, feasible_count=0, status=Plan.Status.QUEUED, progress=0.0,
         # The rows it will use, so they count as referenced while it waits; the worker stores them again.
@@ -544,6 +557,12 @@ def plan_execute(*, plan_id: str) -> str:
         logger.exception("plan %s: the search failed", plan_id)
         _plan_fail(plan_id, f"the search failed: {type(exc).__name__}: {exc}")
         return "failed"
+    if data.get("simulation"):  # issue 15: the simulation stage's candidates go to workers; the last one marks the plan done
+        from planner.simulation_services import plan_simulation_pending, plan_simulations_start
+
+        if plan_simulation_pending(outcome):
+            plan_simulations_start(plan_id=plan_id, outcome=outcome)
+            return "simulating"
     stored = Plan.objects.filter(pk=plan_id, status=Plan.Status.RUNNING).update(
         **outcome, status=Plan.Status.DONE, progress=1.0, finished_at=timezone.now(), heartbeat_at=timezone.now(), error="",
     )  # fmt: skip

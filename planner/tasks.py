@@ -21,3 +21,23 @@ def run_plan(self, plan_id: str) -> str:
     if outcome == "busy":  # another worker's search is alive; look again once it would count as lost
         raise self.retry(countdown=services.PLAN_STALE_AFTER_S)
     return outcome
+
+
+@shared_task(
+    bind=True,
+    name="planner.run_simulation",
+    acks_late=True,  # a worker killed mid-simulation leaves the message to be delivered again
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.SIMULATION_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.SIMULATION_TASK_TIME_LIMIT,
+    max_retries=5,
+)
+def run_simulation(self, run_id: str) -> str:
+    """One serving simulation: a POST /api/v1/simulations/ too big to run inline, or one candidate of a
+    plan's simulation stage (the last candidate to finish re-ranks the plan)."""
+    from planner import simulation_services
+
+    outcome = simulation_services.simulation_execute(run_id=run_id)
+    if outcome == "busy":  # another worker runs it; look again once it would count as lost
+        raise self.retry(countdown=settings.SIMULATION_TASK_TIME_LIMIT)
+    return outcome

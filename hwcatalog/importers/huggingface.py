@@ -4,7 +4,15 @@ Styles understood: Llama, Mistral, Qwen2/Qwen3 (the Llama key set), Mixtral (num
 Qwen3-MoE (num_experts, moe_intermediate_size), gpt-oss (experts, alternating sliding-window layers),
 DeepSeek-V3 (MLA + routed/shared experts), GPT-J (n_embd/n_layer/n_head), Llama 4 (its text_config: routed
 experts plus one shared expert, MoE on every `interleave_moe_layer_step`-th layer, chunked local attention on the
-layers that use RoPE, held as a window of `attention_chunk_size` tokens). The checkpoint's weight format
+layers that use RoPE, held as a window of `attention_chunk_size` tokens), DeepSeek-V3.2 (MLA plus DeepSeek
+Sparse Attention: `index_topk`, `index_n_heads`, `index_head_dim`), Kimi K2 / K2.5 (DeepSeek-V3 shapes, K2.5's
+in its text_config), Qwen3-Next and Qwen3.5 (Gated DeltaNet linear-attention layers with a full-attention layer
+every `full_attention_interval`-th or as `layer_types` lists them, gated attention output, dense or MoE with a
+shared expert), Nemotron-H (`hybrid_override_pattern`: one Mamba-2, attention, MLP or MoE sublayer per block),
+GLM-4.5/4.6/4.7 (glm4_moe: GQA, `first_k_dense_replace` dense layers, routed + shared experts), MiniMax-M2
+(every layer MoE of `num_local_experts`), Gemma 3 (local sliding-window layers, 5 of every 6 by default, and
+the text config's class defaults where the published config leaves keys out), Phi-3/Phi-4 (the Llama key set),
+and the diffusion LLMs Dream (Qwen2.5 shapes) and LLaDA (OLMo key names). The checkpoint's weight format
 comes from `quantization_config` (config.json) or `hf_quant_config.json` (NVIDIA ModelOpt). Every problem
 is reported against the config key it came from, so an API client sees which field is wrong.
 """
@@ -18,9 +26,24 @@ from hwcatalog.validation import MAX_CONTEXT_TOKENS, MAX_DIM, MAX_LAYERS
 
 LLAMA_STYLE = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
 STYLE_BY_MODEL_TYPE = {
-    "llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama",
+    "llama": "llama", "mistral": "llama", "qwen2": "llama", "qwen3": "llama", "phi3": "llama",
     "mixtral": "mixtral", "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3", "gptj": "gptj",
+    "deepseek_v32": "deepseek_v3", "kimi_k2": "deepseek_v3", "kimi_k25": "deepseek_v3",
     "qwen3_moe": "qwen3_moe", "gpt_oss": "gpt_oss", "llama4": "llama4", "llama4_text": "llama4",
+    "qwen3_next": "qwen3_next", "qwen3_5": "qwen3_next", "qwen3_5_text": "qwen3_next", "qwen3_5_moe": "qwen3_next",
+    "qwen3_5_moe_text": "qwen3_next", "nemotron_h": "nemotron_h", "glm4_moe": "glm4_moe", "minimax_m2": "minimax_m2",
+    "gemma3": "gemma3", "gemma3_text": "gemma3", "Dream": "llama", "dream": "llama", "llada": "llada",
+    "mistral3": "llama", "ministral3": "llama", "olmo3": "llama", "exaone4": "llama", "glm_moe_dsa": "deepseek_v3",
+    "glm4_moe_lite": "deepseek_v3", "qwen3_vl": "llama", "qwen3_vl_moe": "qwen3_moe",
+}
+# Multimodal wrappers whose language model's shapes sit under text_config.
+NESTED_TEXT_STYLES = {"llama4", "gemma3", "qwen3_next", "deepseek_v3", "llama", "qwen3_moe"}
+# Model types that generate by masked diffusion rather than left to right.
+DIFFUSION_MODEL_TYPES = {"Dream", "dream", "llada"}
+# transformers' Gemma3TextConfig defaults, which Gemma 3's published configs rely on for the keys they omit.
+GEMMA3_DEFAULTS = {
+    "vocab_size": 262_208, "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 4096,
+    "sliding_window_pattern": 6, "num_attention_heads": 8, "num_key_value_heads": 4, "tie_word_embeddings": True,
 }
 
 
@@ -61,6 +84,26 @@ def detect_style(config: dict[str, Any]) -> str:
             return "gpt_oss"
         if names & {"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}:
             return "llama4"
+        if names & {"DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration", "GlmMoeDsaForCausalLM"}:
+            return "deepseek_v3"
+        if names & {"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}:
+            return "qwen3_next"
+        if "NemotronHForCausalLM" in names:
+            return "nemotron_h"
+        if "Glm4MoeLiteForCausalLM" in names:
+            return "deepseek_v3"
+        if "Qwen3VLMoeForConditionalGeneration" in names:
+            return "qwen3_moe"
+        if "Qwen3VLForConditionalGeneration" in names:
+            return "llama"
+        if "Glm4MoeForCausalLM" in names:
+            return "glm4_moe"
+        if "MiniMaxM2ForCausalLM" in names:
+            return "minimax_m2"
+        if names & {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"}:
+            return "gemma3"
+        if names & {"Phi3ForCausalLM", "Mistral3ForConditionalGeneration", "Ministral3ForCausalLM", "Olmo3ForCausalLM", "Exaone4ForCausalLM"}:
+            return "llama"
     raise ConfigError({"model_type": f"Unsupported model_type {model_type!r}; supported: {', '.join(sorted(STYLE_BY_MODEL_TYPE))}."})
 
 
@@ -120,10 +163,14 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
         raise ConfigError({"quant_config": "An hf_quant_config.json must be a JSON object."})
     style = detect_style(config)
     shape_config, prefix = config, ""
-    if style == "llama4" and "text_config" in config:
+    if style in NESTED_TEXT_STYLES and "text_config" in config:
         shape_config, prefix = config["text_config"], "text_config."
         if not isinstance(shape_config, dict):
             raise ConfigError({"text_config": "Must be a JSON object."})
+        # A wrapper keeps some of the language model's keys at its own level (Qwen3.5, Gemma 3: tie_word_embeddings).
+        shape_config = {**{k: v for k, v in config.items() if k in ("tie_word_embeddings",)}, **shape_config}
+    if style == "gemma3":
+        shape_config = {**GEMMA3_DEFAULTS, **shape_config}
     r = _Reader(shape_config, prefix)
     if style == "gptj":
         hidden = r.integer("n_embd")
@@ -141,24 +188,30 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
             "attention_kind": "mha",
             "max_context_tokens": r.context("n_positions"),
         }
+    elif style == "llada":
+        fields = _llada_fields(r)
     else:
         hidden = r.integer("hidden_size")
         heads = r.integer("num_attention_heads")
         kv_heads = r.integer("num_key_value_heads", default=heads)
+        head_dim = r.integer("head_dim", required=False)
+        if style == "nemotron_h":  # Nemotron-H-56B names it attention_head_dim
+            attention_head_dim = r.integer("attention_head_dim", required=False)
+            head_dim = head_dim or attention_head_dim
         fields = {
             "num_layers": r.layers("num_hidden_layers"),
             "hidden_size": hidden,
             "num_attention_heads": heads,
             "num_kv_heads": kv_heads,
-            "head_dim": r.integer("head_dim", required=False) or (hidden // heads if hidden and heads else None),
-            "intermediate_size": r.integer("intermediate_size"),
+            "head_dim": head_dim or (hidden // heads if hidden and heads else None),
+            "intermediate_size": r.integer("intermediate_size", required=style not in ("qwen3_next",)),
             "vocab_size": r.integer("vocab_size"),
             "tie_word_embeddings": r.boolean("tie_word_embeddings", False),
             "ffn_kind": "gated",
             "attention_kind": _attention_kind(heads, kv_heads),
             "max_context_tokens": r.context("max_position_embeddings"),
         }
-        if style in ("mixtral", "gpt_oss"):
+        if style in ("mixtral", "gpt_oss", "minimax_m2"):
             fields.update(
                 num_experts=r.integer("num_local_experts"),
                 experts_per_token=r.integer("num_experts_per_tok"),
@@ -168,31 +221,29 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
             )
             if style == "gpt_oss":
                 fields.update(_gpt_oss_windows(shape_config, r, fields["num_layers"] or 0))
+            if style == "minimax_m2" and shape_config.get("shared_intermediate_size"):
+                r.errors["shared_intermediate_size"] = "MiniMax-M2 shared experts are not supported (the published models have none: 0)."
         elif style == "qwen3_moe":
-            layers = fields["num_layers"] or 0
-            dense_only = shape_config.get("mlp_only_layers", [])
-            if not isinstance(dense_only, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in dense_only):
-                r.errors["mlp_only_layers"] = "Must be a list of layer indices."
-                dense_only = []
-            step = r.integer("decoder_sparse_step", default=1, maximum=MAX_LAYERS)
-            if step and step != 1:
-                r.errors["decoder_sparse_step"] = "Only every-layer MoE (1) is supported."
-            fields.update(
-                num_experts=r.integer("num_experts"),
-                experts_per_token=r.integer("num_experts_per_tok"),
-                num_shared_experts=0,
-                moe_layer_count=layers - len(set(dense_only)),
-                moe_intermediate_size=r.integer("moe_intermediate_size"),
-            )
+            fields.update(_qwen_experts(shape_config, r, fields["num_layers"] or 0))
         elif style == "llama4":
             fields.update(_llama4_experts_and_chunks(shape_config, r, fields))
-        if style == "llama" and shape_config.get("model_type") == "mistral" and shape_config.get("sliding_window") is not None:
+        elif style == "qwen3_next":
+            fields.update(_qwen3_next_layers(shape_config, r, fields))
+        elif style == "nemotron_h":
+            fields.update(_nemotron_h_layers(shape_config, r, fields))
+        elif style == "glm4_moe":
+            fields.update(_glm4_moe_experts(shape_config, r, fields["num_layers"] or 0))
+        elif style == "gemma3":
+            fields.update(_gemma3_windows(shape_config, r, fields["num_layers"] or 0))
+        if style == "llama" and shape_config.get("layer_types") is not None:
+            fields.update(_gpt_oss_windows(shape_config, r, fields["num_layers"] or 0))  # Olmo 3, EXAONE 4: 3 local : 1 global
+        elif style == "llama" and shape_config.get("model_type") in ("mistral", "phi3") and shape_config.get("sliding_window") is not None:
             fields["sliding_window"] = r.context("sliding_window")
         elif style == "deepseek_v3":
             layers = fields["num_layers"] or 0
             first_dense = shape_config.get("first_k_dense_replace", 0)
             if isinstance(first_dense, bool) or not isinstance(first_dense, int) or not 0 <= first_dense <= layers:
-                r.errors["first_k_dense_replace"] = "Must be an integer between 0 and num_hidden_layers."
+                r.errors[r.prefix + "first_k_dense_replace"] = "Must be an integer between 0 and num_hidden_layers."
                 first_dense = 0
             fields.update(
                 attention_kind="mla",
@@ -209,13 +260,186 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
             )
             if fields["qk_nope_head_dim"] and fields["qk_rope_head_dim"]:
                 fields["head_dim"] = fields["qk_nope_head_dim"] + fields["qk_rope_head_dim"]
-    fields["checkpoint_format"] = checkpoint_format(config.get("quantization_config"), quant_config, r)
+            if shape_config.get("index_topk") is not None or config.get("model_type") in ("deepseek_v32", "glm_moe_dsa"):
+                fields.update(
+                    sparse_attention_topk=r.context("index_topk"),
+                    indexer_num_heads=r.integer("index_n_heads"),
+                    indexer_head_dim=r.integer("index_head_dim"),
+                )
+    model_type = config.get("model_type")
+    if model_type in DIFFUSION_MODEL_TYPES:
+        fields["generation_kind"] = "diffusion"
+    quantization = config.get("quantization_config", shape_config.get("quantization_config") if prefix else None)
+    fields["checkpoint_format"] = checkpoint_format(quantization, quant_config, r)
     if r.errors:
         raise ConfigError(r.errors)
     shape = architecture.ArchShape(**{k: fields.get(k) for k in architecture.ArchShape.__dataclass_fields__ if k in fields})
     fields["total_params"] = architecture.parameter_count(shape)
     fields["active_params"] = architecture.active_parameter_count(shape)
     return ImportedArch(fields=fields, style=style)
+
+
+def _layer_indices(cfg: dict[str, Any], r: _Reader, key: str, layers: int) -> list[int]:
+    value = cfg.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in value):
+        r.errors[r.prefix + key] = "Must be a list of layer indices."
+        return []
+    return value
+
+
+def _qwen_experts(cfg: dict[str, Any], r: _Reader, layers: int) -> dict[str, Any]:
+    """Qwen3-MoE / Qwen3-Next / Qwen3.5-MoE experts: every layer but `mlp_only_layers` is MoE."""
+    dense_only = _layer_indices(cfg, r, "mlp_only_layers", layers)
+    step = r.integer("decoder_sparse_step", default=1, maximum=MAX_LAYERS)
+    if step and step != 1:
+        r.errors[r.prefix + "decoder_sparse_step"] = "Only every-layer MoE (1) is supported."
+    out = {
+        "num_experts": r.integer("num_experts"),
+        "experts_per_token": r.integer("num_experts_per_tok"),
+        "num_shared_experts": 0,
+        "moe_layer_count": layers - len(set(dense_only)),
+        "moe_intermediate_size": r.integer("moe_intermediate_size"),
+    }
+    shared = r.integer("shared_expert_intermediate_size", required=False, minimum=0)
+    if shared:
+        out.update(num_shared_experts=1, shared_expert_intermediate_size=shared)
+    return out
+
+
+def _qwen3_next_layers(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """Qwen3-Next / Qwen3.5 (transformers Qwen3NextConfig, Qwen3_5TextConfig): `layer_types` names each layer
+    linear_attention (Gated DeltaNet) or full_attention; without it every `full_attention_interval`-th layer is
+    full. The full layers gate their output (q_proj is twice as wide; Qwen3.5 says so in `attn_output_gate`).
+    MoE when `num_experts` is given (one shared expert of `shared_expert_intermediate_size`), else dense."""
+    layers = fields["num_layers"] or 0
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or not all(t in ("linear_attention", "full_attention") for t in types):
+            r.errors[r.prefix + "layer_types"] = "Must list linear_attention or full_attention for each of num_hidden_layers."
+            types = []
+        linear = types.count("linear_attention")
+    else:
+        interval = r.integer("full_attention_interval", default=4, maximum=MAX_LAYERS) or 4
+        linear = sum(1 for i in range(layers) if (i + 1) % interval != 0)
+    out: dict[str, Any] = {
+        "attention_output_gate": r.boolean("attn_output_gate", True),
+        "linear_attention_kind": "gated_deltanet",
+        "linear_attention_layers": linear,
+        "attention_layers": layers - linear,
+        "linear_num_key_heads": r.integer("linear_num_key_heads"),
+        "linear_key_head_dim": r.integer("linear_key_head_dim"),
+        "linear_num_value_heads": r.integer("linear_num_value_heads"),
+        "linear_value_head_dim": r.integer("linear_value_head_dim"),
+        "linear_conv_kernel_dim": r.integer("linear_conv_kernel_dim"),
+    }
+    if cfg.get("num_experts") is not None:
+        out.update(_qwen_experts(cfg, r, layers))
+    elif fields.get("intermediate_size") is None:
+        r.errors[r.prefix + "intermediate_size"] = "Missing from config.json (a dense model needs its FFN width)."
+    if fields.get("intermediate_size") is None:
+        out["intermediate_size"] = out.get("moe_intermediate_size")
+    return out
+
+
+NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_h_layers(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """Nemotron-H (transformers NemotronHConfig): each block holds one sublayer, named by a character of
+    `hybrid_override_pattern` (M Mamba-2, * attention, - MLP, E MoE) or a word of `layers_block_type`. Its MLPs
+    and experts are squared-ReLU up/down projections (2 matrices). The Mamba-2 widths map onto the catalog's
+    linear-attention fields: n_groups x ssm_state_size (B, C) and mamba_num_heads x mamba_head_dim (x)."""
+    layers = fields["num_layers"] or 0
+    pattern, key = cfg.get("hybrid_override_pattern"), "hybrid_override_pattern"
+    if pattern is None and cfg.get("layers_block_type") is not None:  # Nemotron 3.5 spells it as a list of words
+        key, words = "layers_block_type", cfg["layers_block_type"]
+        by_name = {v: k for k, v in NEMOTRON_BLOCKS.items()}
+        pattern = "".join(by_name.get(w, "?") for w in words) if isinstance(words, list) and all(isinstance(w, str) for w in words) else None
+    if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set(NEMOTRON_BLOCKS):
+        blocks = "mamba, attention, mlp or moe" if key == "layers_block_type" else "M, *, - or E"
+        r.errors[r.prefix + key] = f"Must name one block ({blocks}) for each of num_hidden_layers."
+        pattern = ""
+    if cfg.get("moe_latent_size"):
+        r.errors[r.prefix + "moe_latent_size"] = "Latent MoE (experts in a smaller latent space) is not supported."
+    out: dict[str, Any] = {
+        "ffn_kind": "plain",
+        "linear_attention_kind": "mamba2",
+        "linear_attention_layers": pattern.count("M"),
+        "attention_layers": pattern.count("*"),
+        "ffn_layers": pattern.count("-") + pattern.count("E"),
+        "linear_num_key_heads": r.integer("n_groups"),
+        "linear_key_head_dim": r.integer("ssm_state_size"),
+        "linear_num_value_heads": r.integer("mamba_num_heads"),
+        "linear_value_head_dim": r.integer("mamba_head_dim"),
+        "linear_conv_kernel_dim": r.integer("conv_kernel"),
+    }
+    if "E" in pattern:
+        out.update(
+            num_experts=r.integer("n_routed_experts"),
+            experts_per_token=r.integer("num_experts_per_tok"),
+            num_shared_experts=r.integer("n_shared_experts", required=False, minimum=0) or 0,
+            moe_layer_count=pattern.count("E"),
+            moe_intermediate_size=r.integer("moe_intermediate_size"),
+        )
+        shared = r.integer("moe_shared_expert_intermediate_size", required=False)
+        if out["num_shared_experts"] and shared:
+            out["shared_expert_intermediate_size"] = shared
+    return out
+
+
+def _glm4_moe_experts(cfg: dict[str, Any], r: _Reader, layers: int) -> dict[str, Any]:
+    """GLM-4.5/4.6/4.7 (transformers Glm4MoeConfig): the first `first_k_dense_replace` layers are dense
+    (`intermediate_size`), the rest MoE with `n_routed_experts` routed and `n_shared_experts` shared experts of
+    `moe_intermediate_size`. The MTP layers (`num_nextn_predict_layers`) are left out, as for DeepSeek-V3."""
+    first_dense = cfg.get("first_k_dense_replace", 1)
+    if isinstance(first_dense, bool) or not isinstance(first_dense, int) or not 0 <= first_dense <= layers:
+        r.errors[r.prefix + "first_k_dense_replace"] = "Must be an integer between 0 and num_hidden_layers."
+        first_dense = 0
+    return {
+        "num_experts": r.integer("n_routed_experts"),
+        "experts_per_token": r.integer("num_experts_per_tok"),
+        "num_shared_experts": r.integer("n_shared_experts", required=False, minimum=0) or 0,
+        "moe_layer_count": layers - first_dense,
+        "moe_intermediate_size": r.integer("moe_intermediate_size"),
+    }
+
+
+def _gemma3_windows(cfg: dict[str, Any], r: _Reader, layers: int) -> dict[str, Any]:
+    """Gemma 3 (transformers Gemma3TextConfig): local layers attend within `sliding_window` tokens; `layer_types`
+    names them, else every layer but each `sliding_window_pattern`-th is local (5 local : 1 global)."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or not all(t in ("sliding_attention", "full_attention") for t in types):
+            r.errors[r.prefix + "layer_types"] = "Must list sliding_attention or full_attention for each of num_hidden_layers."
+            return {}
+        windowed = types.count("sliding_attention")
+    else:
+        pattern = r.integer("sliding_window_pattern", maximum=MAX_LAYERS) or 6
+        windowed = sum(1 for i in range(layers) if (i + 1) % pattern != 0)
+    if not windowed:
+        return {}
+    return {"sliding_window": r.context("sliding_window"), "sliding_window_layers": windowed}
+
+
+def _llada_fields(r: _Reader) -> dict[str, Any]:
+    """LLaDA (GSAI-ML's OLMo-derived config): d_model, n_layers, n_heads, n_kv_heads, mlp_hidden_size (SwiGLU
+    with block_type llama), embedding_size (the padded vocabulary), weight_tying, max_sequence_length."""
+    hidden = r.integer("d_model")
+    heads = r.integer("n_heads")
+    kv_heads = r.integer("n_kv_heads", default=heads)
+    return {
+        "num_layers": r.layers("n_layers"),
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_kv_heads": kv_heads,
+        "head_dim": hidden // heads if hidden and heads else None,
+        "intermediate_size": r.integer("mlp_hidden_size"),
+        "vocab_size": r.integer("embedding_size", required=False) or r.integer("vocab_size"),
+        "tie_word_embeddings": r.boolean("weight_tying", False),
+        "ffn_kind": "gated",
+        "attention_kind": _attention_kind(heads, kv_heads),
+        "max_context_tokens": r.context("max_sequence_length"),
+    }
 
 
 def _llama4_experts_and_chunks(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) -> dict[str, Any]:
@@ -261,12 +485,13 @@ def _llama4_experts_and_chunks(cfg: dict[str, Any], r: _Reader, fields: dict[str
 
 
 def _gpt_oss_windows(config: dict[str, Any], r: _Reader, layers: int) -> dict[str, Any]:
-    """gpt-oss alternates banded (sliding-window) and full layers: `layer_types` names each."""
+    """gpt-oss alternates banded (sliding-window) and full layers, Olmo 3 and EXAONE 4 have three local layers
+    to each global one: `layer_types` names each."""
     types = config.get("layer_types")
     if types is None:
         return {}
     if not isinstance(types, list) or len(types) != layers or not all(t in ("sliding_attention", "full_attention") for t in types):
-        r.errors["layer_types"] = "Must list sliding_attention or full_attention for each of num_hidden_layers."
+        r.errors[r.prefix + "layer_types"] = "Must list sliding_attention or full_attention for each of num_hidden_layers."
         return {}
     windowed = types.count("sliding_attention")
     if not windowed:
@@ -275,7 +500,21 @@ def _gpt_oss_windows(config: dict[str, Any], r: _Reader, layers: int) -> dict[st
 
 
 # quant_method / quant_algo -> the catalog's checkpoint_format.
-_FORMATS = {"fp8": "fp8", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8_pb_wo": "fp8_block", "w4a16_awq": "int4", "int4_awq": "int4"}
+_FORMATS = {
+    "fp8": "fp8", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp8_pb_wo": "fp8_block", "w4a16_awq": "int4", "int4_awq": "int4",
+    "w4a16_nvfp4": "nvfp4",
+}
+
+
+def _mixed_precision_algo(layers: Any) -> str | None:
+    """ModelOpt's MIXED_PRECISION names a quant_algo per layer: the checkpoint is named by the format of its
+    MLP / expert layers, which hold most of its weights (Qwen3.6-27B-NVFP4: NVFP4 MLPs, FP8 attention)."""
+    if not isinstance(layers, dict) or not all(isinstance(v, dict) for v in layers.values()):
+        return None
+    ffn = [v.get("quant_algo") for k, v in layers.items() if "mlp" in k or "experts" in k]
+    algos = ffn or [v.get("quant_algo") for v in layers.values()]
+    algos = [a for a in algos if isinstance(a, str)]
+    return max(set(algos), key=algos.count) if algos else None
 
 
 def checkpoint_format(quantization_config: Any, quant_config: dict[str, Any] | None, r: _Reader) -> str:
@@ -284,6 +523,8 @@ def checkpoint_format(quantization_config: Any, quant_config: dict[str, Any] | N
     `weight_block_size`, `bits` for AWQ/GPTQ); "" when neither says."""
     if quant_config is not None:
         algo = (quant_config.get("quantization") or {}).get("quant_algo") if isinstance(quant_config.get("quantization"), dict) else None
+        if algo == "MIXED_PRECISION":
+            algo = _mixed_precision_algo(quant_config["quantization"].get("quantized_layers"))
         if not isinstance(algo, str) or algo.lower() not in _FORMATS:
             r.errors["quant_config"] = f"quantization.quant_algo {algo!r} is not one of {', '.join(sorted(_FORMATS))}."
             return ""
@@ -310,5 +551,33 @@ def checkpoint_format(quantization_config: Any, quant_config: dict[str, Any] | N
         return "fp8_block"
     if isinstance(method, str) and method.lower() in _FORMATS:
         return _FORMATS[method.lower()]
-    r.errors["quantization_config"] = f"quant_method {method!r} is not supported (fp8, mxfp4, nvfp4, awq, gptq)."
+    if method == "compressed-tensors":
+        return _compressed_tensors_format(quantization_config, r)
+    if method == "modelopt":  # ModelOpt's export into config.json (Kimi-K2.6-NVFP4): its quant_algo, as in hf_quant_config.json
+        algo = quantization_config.get("quant_algo")
+        if algo == "MIXED_PRECISION":
+            algo = _mixed_precision_algo(quantization_config.get("quantized_layers"))
+        if isinstance(algo, str) and algo.lower() in _FORMATS:
+            return _FORMATS[algo.lower()]
+        r.errors["quantization_config"] = f"modelopt quant_algo {algo!r} is not one of {', '.join(sorted(_FORMATS))}."
+        return ""
+    r.errors["quantization_config"] = f"quant_method {method!r} is not supported (fp8, mxfp4, nvfp4, awq, gptq, compressed-tensors, modelopt)."
     return ""
+
+
+def _compressed_tensors_format(quantization_config: dict[str, Any], r: _Reader) -> str:
+    """llm-compressor's `compressed-tensors` (Kimi K2.5's INT4 experts): the weights of its config groups. A
+    checkpoint that quantises only some layers (Kimi K2.5 keeps attention and shared experts in bf16) is
+    named by its quantised weights, which are most of its bytes."""
+    groups = quantization_config.get("config_groups")
+    weights = [g.get("weights") for g in groups.values()] if isinstance(groups, dict) and all(isinstance(g, dict) for g in groups.values()) else []
+    kinds = {(w.get("num_bits"), w.get("type")) for w in weights if isinstance(w, dict)}
+    if len(kinds) != 1:
+        r.errors["quantization_config"] = "compressed-tensors: config_groups must give one weight format (num_bits, type)."
+        return ""
+    bits, kind = kinds.pop()
+    formats = {(4, "int"): "int4", (8, "int"): "int8", (8, "float"): "fp8", (4, "float"): "nvfp4"}
+    if (bits, kind) not in formats:
+        r.errors["quantization_config"] = f"compressed-tensors weights of {bits} bits, type {kind!r}, are not supported."
+        return ""
+    return formats[(bits, kind)]

@@ -74,9 +74,19 @@ def benchmark_search(chip_count: int = 25, repeats: int = 5) -> dict:
     }
 
 
+def benchmark_simulation() -> dict:
+    """The serving simulator's figure (simulation/bench.py), imported only when asked for."""
+    from .simulation.bench import benchmark_simulation as run
+
+    return run()
+
+
 if __name__ == "__main__":
     figures = benchmark_search()
     print(
         f"{figures['configurations']:,} configurations ({figures['feasible']:,} feasible) in "
         f"{figures['seconds']:.3f} s: {figures['configs_per_s']:,.0f} configurations/s"
     )
+    from .simulation.bench import simulation_line
+
+    print(simulation_line(benchmark_simulation()))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, make_dataclass
 
 import numpy as np
 
+from . import reasons
 from .cost import (
     HOURS_PER_MONTH, billed_chips, cost_split_usd_per_chip_hour, offering_usd_per_chip_hour, ownership, usd_per_million_input_tokens,
     usd_per_million_tokens,
@@ -139,6 +140,34 @@ class Evaluation:
         return _cost(self.results, self.index, chip.tdp_watts, offering)
 
 
+def evaluate_batches(
+    model: ModelSpec,
+    deployment: Deployment,
+    workload: Workload,
+    batches,
+    *,
+    efficiency: Override | None = None,
+    calibration: Calibration | None = None,
+    disaggregated: bool = False,
+) -> Results:
+    """One deployment at each of `batches` (concurrent sequences): a grid that differs only in batch."""
+    n = len(batches)
+    kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
+    grid = CandidateGrid(
+        chip_index=np.zeros(n),
+        chip_count=np.full(n, deployment.chip_count),
+        tensor_parallel=np.full(n, deployment.tensor_parallel),
+        pipeline_parallel=np.full(n, deployment.pipeline_parallel),
+        weight_dtype=np.full(n, DTYPE_CODE[deployment.weight_dtype]),
+        kv_dtype=np.full(n, DTYPE_CODE[kv]),
+        batch=np.asarray(batches),
+        decoding_index=np.zeros(n),
+        attention_data_parallel=np.full(n, deployment.attention_data_parallel),
+    )
+    return evaluate(model, (deployment.chip,), grid, workload, (deployment.decoding,),
+                    efficiency=efficiency, calibration=calibration, disaggregated=disaggregated)  # fmt: skip
+
+
 def evaluate_deployment(
     model: ModelSpec,
     deployment: Deployment,
@@ -150,22 +179,10 @@ def evaluate_deployment(
     disaggregated: bool = False,
 ) -> Evaluation:
     """Evaluate one deployment, unpriced; see estimate() for batch."""
-    kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
     kwargs = dict(efficiency=efficiency, calibration=calibration, disaggregated=disaggregated)
 
-    def run(batches: list[int]) -> Results:
-        grid = CandidateGrid(
-            chip_index=np.zeros(len(batches)),
-            chip_count=np.full(len(batches), deployment.chip_count),
-            tensor_parallel=np.full(len(batches), deployment.tensor_parallel),
-            pipeline_parallel=np.full(len(batches), deployment.pipeline_parallel),
-            weight_dtype=np.full(len(batches), DTYPE_CODE[deployment.weight_dtype]),
-            kv_dtype=np.full(len(batches), DTYPE_CODE[kv]),
-            batch=np.asarray(batches),
-            decoding_index=np.zeros(len(batches)),
-            attention_data_parallel=np.full(len(batches), deployment.attention_data_parallel),
-        )
-        return evaluate(model, (deployment.chip,), grid, workload, (deployment.decoding,), **kwargs)
+    def run(batches) -> Results:
+        return evaluate_batches(model, deployment, workload, batches, **kwargs)
 
     if batch == "max":
         results, i = max_throughput_point(run)
@@ -208,13 +225,60 @@ def estimate_admitting(model: ModelSpec, deployment: Deployment, workload: Workl
     return dataclasses.replace(admitted, warnings=(*admitted.warnings, note))
 
 
+# batch "max": batches tried per vectorised round of the TPOT search, and per window of the scan below it.
+MAX_BATCH_SEARCH_POINTS = 64
+MAX_BATCH_SCAN_WINDOW = 4096
+MAX_BATCH_SCAN_LIMIT = 1 << 17  # batches scanned at most (about 0.6 s) before giving up on the checks that are not monotone
+
+
 def max_throughput_point(run) -> tuple[Results, int]:
-    """Largest batch that fits and meets the SLOs; batch 1 when none does."""
+    """The largest batch that fits memory and meets both SLOs, exactly; batch 1 when none does.
+
+    run(batches) evaluates one deployment at each batch. Memory holds at most max_concurrency sequences
+    whatever the batch (the KV cache per sequence and the prefill workspace do not depend on it), and TPOT
+    never falls as the batch grows (each step carries more sequences, and more of their prefills), so the
+    batches that pass both are exactly 1..T, and T is found by a search over the integers. TTFT and the
+    other load checks are not monotone in the batch: under a request rate TTFT falls as the batch grows
+    (a bigger batch prefills each prompt in less time, so the queue is shorter) while the slots Little's law
+    asks for cross the batch more than once; in a closed loop the first wave waits longer the bigger the
+    batch but fewer clients wait for a slot. So below T every batch is evaluated, from T down, in windows,
+    until one passes them all: the answer is exact for any TTFT curve (tests/planner/test_batch_max.py)."""
     first = run([1])
-    limit = int(first.max_concurrency[0])
-    if limit <= 1:
+    if first.reason[0] != reasons.OK and first.reason[0] < reasons.KV_DOESNT_FIT:
+        return first, 0  # cannot run at any batch (layout, dtype, weights, context)
+    top = _largest_batch_within_memory_and_tpot(run, first)
+    if top <= 1:
         return first, 0
-    batches = sorted({2**k for k in range(int(np.log2(limit)) + 1)} | {limit})
-    results = run(batches)
-    ok = np.flatnonzero(results.feasible)
-    return (results, int(ok[-1])) if len(ok) else (first, 0)
+    results = run([top])
+    if results.feasible[0]:
+        return results, 0
+    high, window = top - 1, MAX_BATCH_SCAN_WINDOW
+    while high >= 1 and top - high <= MAX_BATCH_SCAN_LIMIT:
+        low = max(1, high - window + 1)
+        results = run(np.arange(low, high + 1))
+        ok = np.flatnonzero(results.feasible)
+        if len(ok):
+            return results, int(ok[-1])
+        high, window = low - 1, window * 2
+    return first, 0
+
+
+def _largest_batch_within_memory_and_tpot(run, first: Results) -> int:
+    """T: the largest batch the memory holds whose TPOT meets the SLO (0 when batch 1 misses it). Each
+    round evaluates up to MAX_BATCH_SEARCH_POINTS batches spread over [low, high] and keeps the gap where
+    the TPOT first misses."""
+    limit = int(first.max_concurrency[0])
+    slo = first.context.workload.tpot_slo_s
+    if limit < 1 or (slo is not None and first.tpot_s[0] > slo):
+        return 0
+    if slo is None:
+        return limit
+    low, high = 1, limit  # TPOT meets the SLO at low; T lies in [low, high]
+    while low < high:
+        points = np.unique(np.linspace(low + 1, high, min(MAX_BATCH_SEARCH_POINTS, high - low)).round().astype(int))
+        meets = run(points).tpot_s <= slo
+        if meets.all():
+            return high
+        miss = int(np.argmax(~meets))
+        low, high = (int(points[miss - 1]) if miss else low), int(points[miss]) - 1
+    return low

@@ -190,7 +190,7 @@ def _catalog_writes(client) -> list[int]:
     """Status codes of a create, an update, a delete and an import, in that order."""
     return [
         client.post("/api/v1/chips/", NEW_CHIP, format="json").status_code,
-        client.patch("/api/v1/offerings/aws-p5-48xlarge-capacity-block-us-east-1/", {"usd_per_chip_hour": 0.01}, format="json").status_code,
+        client.patch("/api/v1/offerings/aws-p5-48xlarge-on-demand-us-east-1/", {"usd_per_chip_hour": 0.01}, format="json").status_code,
         client.delete("/api/v1/models/gpt-j-6b/").status_code,
         client.post("/api/v1/models/import/", {"slug": "imported", "config": _config("llama-3.1-8b.json")}, format="json").status_code,
     ]
@@ -203,7 +203,7 @@ def _config(name: str) -> dict:
 def _catalog_unchanged() -> bool:
     return (not Chip.objects.filter(slug="acme-x1").exists() and ModelArch.objects.filter(slug="gpt-j-6b").exists()
             and not ModelArch.objects.filter(slug="imported").exists()
-            and Offering.objects.get(slug="aws-p5-48xlarge-capacity-block-us-east-1").usd_per_chip_hour != 0.01)  # fmt: skip
+            and Offering.objects.get(slug="aws-p5-48xlarge-on-demand-us-east-1").usd_per_chip_hour != 0.01)  # fmt: skip
 
 
 def test_a_write_token_cannot_write_the_catalog(catalog, token_client):
@@ -257,11 +257,11 @@ def test_a_chip_a_stored_plan_used_is_not_deleted_nor_are_its_offerings(alices_p
 
 def test_a_chip_whose_offering_a_stored_plan_priced_is_not_deleted(catalog, alice, catalog_token_client):
     plan = _stored_plan(owner=alice, chips=())
-    plan.catalog_snapshot["offerings"] = catalog_specs.snapshot(Offering.objects.filter(slug="aws-p5-48xlarge-capacity-block-us-east-1"))
+    plan.catalog_snapshot["offerings"] = catalog_specs.snapshot(Offering.objects.filter(slug="aws-p5-48xlarge-on-demand-us-east-1"))
     Plan.objects.filter(pk=plan.pk).update(catalog_snapshot=plan.catalog_snapshot)
     assert catalog_token_client.delete("/api/v1/chips/nvidia-h100-sxm/").status_code == 409
-    assert catalog_token_client.delete("/api/v1/offerings/aws-p5-48xlarge-capacity-block-us-east-1/").status_code == 409
-    assert Offering.objects.filter(slug="aws-p5-48xlarge-capacity-block-us-east-1").exists()
+    assert catalog_token_client.delete("/api/v1/offerings/aws-p5-48xlarge-on-demand-us-east-1/").status_code == 409
+    assert Offering.objects.filter(slug="aws-p5-48xlarge-on-demand-us-east-1").exists()
 
 
 def test_a_model_a_stored_plan_is_for_or_drafts_with_is_not_deleted(catalog, alice, catalog_token_client):

@@ -11,7 +11,12 @@ REQUIRED_CHIPS = {
     "nvidia-h100-pcie", "nvidia-h200-sxm", "nvidia-b200", "nvidia-l4", "nvidia-l40s", "amd-mi300x", "amd-mi325x",
     "google-tpu-v4", "google-tpu-v5e", "google-tpu-v5p", "google-tpu-v6e", "intel-gaudi2", "intel-gaudi3",
     "aws-inferentia2", "aws-trainium", "groq-lpu",
+    # issue 12: the chips it names, and others users still run or buy
+    "nvidia-h200-nvl", "amd-epyc-9965", "amd-epyc-9755", "nvidia-grace-cpu-superchip", "sambanova-sn40l", "nvidia-a40",
+    "nvidia-l40", "nvidia-rtx-6000-ada", "nvidia-rtx-3090", "amd-mi210", "google-tpu-v3", "qualcomm-cloud-ai-100-ultra",
+    "tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150",
 }
+MIN_CHIPS = 60  # issue 12
 REQUIRED_MODELS = {
     "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b", "llama-3.1-405b",
     "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b", "deepseek-v3", "qwen2.5-7b", "qwen2.5-72b", "gpt-j-6b", "opt-13b",
@@ -26,6 +31,28 @@ def test_loading_creates_every_required_chip_and_model(catalog):
     assert REQUIRED_CHIPS <= set(Chip.objects.values_list("slug", flat=True))
     assert REQUIRED_MODELS <= set(ModelArch.objects.values_list("slug", flat=True))
     assert {"cpu", "gpu", "tpu", "lpu", "other"} <= set(Chip.objects.values_list("kind", flat=True))
+
+
+def test_the_catalog_holds_at_least_sixty_chips_each_with_a_source_a_peak_memory_and_bandwidth(catalog):
+    chips = list(Chip.objects.all())
+    assert len(chips) >= MIN_CHIPS, f"{len(chips)} chips; issue 12 asks for at least {MIN_CHIPS}"
+    peaks = ("peak_fp32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp16_flops_per_s", "peak_fp8_flops_per_s",
+             "peak_int8_flops_per_s", "peak_int4_flops_per_s", "peak_fp4_flops_per_s")
+    for chip in chips:
+        assert chip.sources and all(s.strip() for s in chip.sources), chip.slug
+        assert chip.as_of and chip.memory_capacity_bytes > 0 and chip.memory_bandwidth_bytes_per_s > 0, chip.slug
+        assert any(getattr(chip, key) for key in peaks), chip.slug
+        assert chip.tdp_watts is None or chip.tdp_watts > 0, chip.slug
+        if chip.kind == "cpu":
+            assert chip.cores, chip.slug
+
+
+def test_aliases_name_one_chip_each(catalog):
+    owner = {}
+    for slug, aliases in Chip.objects.values_list("slug", "aliases"):
+        for alias in aliases or []:
+            assert alias not in owner, f"alias {alias} names both {owner[alias]} and {slug}"
+            owner[alias] = slug
 
 
 def test_a_second_load_changes_nothing_and_says_so(catalog, capsys):
@@ -60,6 +87,10 @@ NO_PUBLIC_HOURLY_PRICE = {
     "amd-mi355x": "neoclouds quote it by contact; no per-GPU-hour rate published",
     "amd-mi250x": "no current public listing",
     "google-tpu-v7": "Ironwood (TPU7x): no published per-chip-hour rate on the Cloud TPU pricing page yet",
+    "nvidia-h200-nvl": "no dated per-GPU-hour rate found for the PCIe H200 NVL in the providers' pages searched",
+    "nvidia-rtx-6000-ada": "no dated per-GPU-hour rate found in the providers' pages searched",
+    "amd-mi210": "no current public listing found",
+    "google-tpu-v3": "no dated per-chip-hour rate found in the pricing pages searched",
 }
 
 

@@ -70,6 +70,41 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "n_layer": (GPTJ, [*BAD_REQUIRED, 10_001]),
     "n_inner": (GPTJ, BAD_POSITIVE),
     "n_positions": (GPTJ, [*BAD_REQUIRED, 100_000_001]),
+    # deepseek-v3.2 (DeepSeek Sparse Attention; GLM-5 too): read for every DeepSeek-style config, required for deepseek_v32
+    "index_topk": ("deepseek-v3.2.json", [*BAD_REQUIRED, 100_000_001]),
+    "index_n_heads": ("deepseek-v3.2.json", BAD_REQUIRED),
+    "index_head_dim": ("deepseek-v3.2.json", BAD_REQUIRED),
+    # qwen3-next (Gated DeltaNet; Qwen3.5 has the same keys under text_config, checked in test_importer_hybrid.py)
+    "full_attention_interval": ("qwen3-next-80b-a3b.json", [*NOT_INTEGERS, *NOT_POSITIVE, 10_001]),
+    "linear_num_key_heads": ("qwen3-next-80b-a3b.json", BAD_REQUIRED),
+    "linear_key_head_dim": ("qwen3-next-80b-a3b.json", BAD_REQUIRED),
+    "linear_num_value_heads": ("qwen3-next-80b-a3b.json", BAD_REQUIRED),
+    "linear_value_head_dim": ("qwen3-next-80b-a3b.json", BAD_REQUIRED),
+    "linear_conv_kernel_dim": ("qwen3-next-80b-a3b.json", BAD_REQUIRED),
+    "attn_output_gate": ("qwen3-next-80b-a3b.json", ["abc", 1, None, []]),
+    "shared_expert_intermediate_size": ("qwen3-next-80b-a3b.json", NOT_A_COUNT),
+    # nemotron-h (Mamba-2 hybrid blocks)
+    "hybrid_override_pattern": ("nemotron-3-nano-30b-a3b.json", ["abc", 5, [], "MEM", None, "M" * 51 + "X"]),
+    "layers_block_type": ("nemotron-3.5-lightning-30b-a3b-nvfp4.json", ["abc", 5, ["mamba"], ["mamba"] * 51 + ["ffn"], [1] * 52]),
+    "n_groups": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
+    "ssm_state_size": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
+    "mamba_num_heads": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
+    "mamba_head_dim": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
+    "conv_kernel": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
+    "attention_head_dim": ("nemotron-3-nano-30b-a3b.json", BAD_POSITIVE),
+    "moe_shared_expert_intermediate_size": ("nemotron-3-nano-30b-a3b.json", BAD_POSITIVE),
+    "moe_latent_size": ("nemotron-3-nano-30b-a3b.json", [1024, "abc"]),
+    # minimax-m2
+    "shared_intermediate_size": ("minimax-m2.5.json", [1536, "abc", 1.5]),
+    # llada (OLMo-style keys)
+    "d_model": ("llada-8b.json", BAD_REQUIRED),
+    "n_heads": ("llada-8b.json", BAD_REQUIRED),
+    "n_kv_heads": ("llada-8b.json", BAD_POSITIVE),
+    "n_layers": ("llada-8b.json", [*BAD_REQUIRED, 10_001]),
+    "mlp_hidden_size": ("llada-8b.json", BAD_REQUIRED),
+    "embedding_size": ("llada-8b.json", BAD_POSITIVE),
+    "weight_tying": ("llada-8b.json", ["abc", 1, None, []]),
+    "max_sequence_length": ("llada-8b.json", [*BAD_REQUIRED, 100_000_001]),
     # llama 4 (its shapes under text_config; the keys inside are checked in test_hf_import_formats.py)
     "text_config": (LLAMA4, ["abc", [], 5]),
     # the checkpoint's weight format

@@ -75,11 +75,11 @@ def test_block_diffusion_and_diffusion_models_get_their_own_methods(catalog, ano
 
 
 def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
-    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "offering": "aws-p5-48xlarge-capacity-block-us-east-1"}, format="json")
+    e = anonymous_client.post("/api/v1/estimates/", {**BASE, "offering": "aws-p5-48xlarge-on-demand-us-east-1"}, format="json")
     if e.status_code == 400:
         pytest.fail(e.json())
     costs = e.json()["costs"]
-    assert [c["offering_slug"] for c in costs] == ["aws-p5-48xlarge-capacity-block-us-east-1"]
+    assert [c["offering_slug"] for c in costs] == ["aws-p5-48xlarge-on-demand-us-east-1"]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"decoding": {"method": "speculative"}}, "decoding"),
         ({"decoding": {"method": "speculative", "draft_model": "llama-3.2-1b", "acceptance_rate": 1.5}}, "decoding"),
         ({"efficiency": {"compute_fraction": 2, "bandwidth_fraction": 0.8, "step_overhead_s": 0}}, "efficiency"),
-        ({"offering": "aws-p5e-48xlarge-capacity-block-us-east-2"}, "offering"),
+        ({"offering": "aws-p5en-48xlarge-on-demand-us-east-1"}, "offering"),
         ({"serving_engine": "gpt-fast"}, "serving_engine"),
         ({"serving_engine": "vLLM", "chip": "amd-mi300x"}, "serving_engine"),
     ],

@@ -6,6 +6,7 @@ catalog's shape can name it (docs/architecture.md, "Adding an attention type").
 
 from __future__ import annotations
 
+from hwcatalog import architecture
 from hwcatalog.architecture import ArchShape
 
 from .base import Attention
@@ -20,29 +21,67 @@ ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 
 
 def attention_for(shape: ArchShape) -> Attention:
-    """The attention object a catalog shape describes."""
+    """The attention object a catalog shape describes: full (MHA/GQA/MQA) or latent (MLA) attention on its
+    attention layers, windowed on `sliding_window_layers` of them, read sparsely (top-k) where the shape has a
+    sparse-attention indexer, and a constant recurrent state on its linear-attention / Mamba-2 layers."""
     if shape.attention_kind not in ATTENTION_KINDS:
         raise ValueError(f"attention_kind must be one of {ATTENTION_KINDS}, not {shape.attention_kind!r}")
+    layers = architecture.attention_layer_count(shape)
+    parts: list[Attention] = []
+    if layers > 0:
+        parts.extend(_attention_parts(shape, layers))
+    if shape.has_linear_layers:
+        parts.append(linear_state_for(shape))
+    if not parts:
+        raise ValueError("a model needs attention or linear-attention layers")
+    return parts[0] if len(parts) == 1 else Hybrid(parts=tuple(parts))
+
+
+def _attention_parts(shape: ArchShape, layers: int) -> list[Attention]:
     if shape.is_mla:
         if shape.kv_lora_rank is None or shape.qk_rope_head_dim is None:
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
-        return LatentAttention(
-            num_layers=shape.num_layers, num_heads=shape.num_attention_heads, head_dim=shape.head_dim,
+        main: Attention = LatentAttention(
+            num_layers=layers, num_heads=shape.num_attention_heads, head_dim=shape.head_dim,
             kv_lora_rank=shape.kv_lora_rank, qk_rope_head_dim=shape.qk_rope_head_dim,
         )  # fmt: skip
-    def full(layers: int) -> FullAttention:
-        return FullAttention(num_layers=layers, num_heads=shape.num_attention_heads, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim)
+        return [sparse_for(shape, main, layers) if shape.is_sparse else main]
+
+    def full(count: int) -> FullAttention:
+        return FullAttention(num_layers=count, num_heads=shape.num_attention_heads, num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim)
 
     if not shape.sliding_window:
-        return full(shape.num_layers)
-    windowed = min(shape.sliding_window_layers or shape.num_layers, shape.num_layers)
+        return [sparse_for(shape, full(layers), layers) if shape.is_sparse else full(layers)]
+    windowed = min(shape.sliding_window_layers or layers, layers)
     banded = SlidingWindow(inner=full(windowed), window_tokens=shape.sliding_window)
-    if windowed == shape.num_layers:
-        return banded
-    return Hybrid(parts=(full(shape.num_layers - windowed), banded))
+    if windowed == layers:
+        return [banded]
+    return [full(layers - windowed), banded]
+
+
+def sparse_for(shape: ArchShape, inner: Attention, layers: int) -> SparseTopK:
+    """DeepSeek Sparse Attention: the indexer caches one key of indexer_head_dim per token and layer and
+    scores every cached token with indexer_num_heads heads (2 FLOPs per multiply-add); the attention then
+    reads the top sparse_attention_topk tokens."""
+    return SparseTopK(
+        inner=inner, top_k=shape.sparse_attention_topk,
+        indexer_elements_per_token=float(layers * (shape.indexer_head_dim or 0)),
+        indexer_flops_per_position=2.0 * layers * (shape.indexer_num_heads or 0) * (shape.indexer_head_dim or 0),
+    )  # fmt: skip
+
+
+def linear_state_for(shape: ArchShape) -> LinearState:
+    """Gated DeltaNet / Mamba-2 layers: the state per layer (architecture.linear_state_elements_per_layer);
+    each token reads, updates and reads out the recurrent part once, ~4 FLOPs per element (2 for the
+    update's multiply-add, 2 for the readout), plus 2 per convolution tap."""
+    state = architecture.linear_state_elements_per_layer(shape)
+    _, _, conv = architecture.linear_dims(shape)
+    recurrent = state - conv * max((shape.linear_conv_kernel_dim or 1) - 1, 0)
+    flops = 4.0 * recurrent + 2.0 * conv * (shape.linear_conv_kernel_dim or 0)
+    return LinearState(num_layers=architecture.linear_layer_count(shape), state_elements_per_layer=float(state), flops_per_token_per_layer=flops)
 
 
 __all__ = [
     "ATTENTION_KINDS", "Attention", "Chunked", "FullAttention", "Hybrid", "LatentAttention", "LinearState", "SlidingWindow",
-    "SparseTopK", "attention_for",
+    "SparseTopK", "attention_for", "linear_state_for", "sparse_for",
 ]  # fmt: skip

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..efficiency import Efficiency
 from ..layouts import DEFAULT_TENSOR_PARALLEL, chip_layouts
+from ..parallel import tensor_parallel_options
 from ..specs import ChipSpec, ModelSpec
 from ..units import USABLE_MEMORY_FRACTION
 
@@ -46,6 +47,15 @@ class ChipPolicy:
         tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
     ) -> list[tuple[int, int, int]]:
         return chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options)
+
+    def layouts_of_count(
+        self, chip: ChipSpec, model: ModelSpec, chip_count: int, *, weight_dtype: str, pipeline_parallel: int | None = None,
+        attention_data_parallel: int = 1,
+    ) -> list[tuple[int, int]]:
+        """(tp, pp) layouts of a fixed `chip_count` worth trying when TP is "auto" (an estimate), in order of
+        preference: every TP of tensor_parallel_options at the given PP (1 when unset)."""
+        pp = pipeline_parallel or 1
+        return [(tp, pp) for tp in tensor_parallel_options(model, chip, chip_count, pp * attention_data_parallel)]
 
     def default_efficiency(self, chip: ChipSpec) -> Efficiency:
         vendor = chip.vendor.strip().lower()

@@ -51,6 +51,33 @@ class LpuPolicy(ChipPolicy):
                     layouts.append((count, tp, count // tp))
         return layouts
 
+    def layouts_of_count(
+        self, chip: ChipSpec, model: ModelSpec, chip_count: int, *, weight_dtype: str, pipeline_parallel: int | None = None,
+        attention_data_parallel: int = 1,
+    ) -> list[tuple[int, int]]:
+        """With PP unset, the model is sharded over the chips as Groq deploys it: each replica spreads the
+        weights over TP x PP chips (TP over LPU_TENSOR_PARALLEL, PP stages of whole layers), with as many
+        replicas as hold the weights in SRAM, fewest replicas first. When no replica of the chip count can
+        hold them, one replica over every chip (its estimate then says how many chips the weights need)."""
+        if pipeline_parallel is not None:
+            return super().layouts_of_count(chip, model, chip_count, weight_dtype=weight_dtype, pipeline_parallel=pipeline_parallel,
+                                            attention_data_parallel=attention_data_parallel)  # fmt: skip
+        needed = min_chips(model, chip, weight_dtype)
+
+        def spread(per_replica: int) -> list[tuple[int, int]]:
+            return [
+                (tp, per_replica // (tp * attention_data_parallel)) for tp in LPU_TENSOR_PARALLEL
+                if model.num_attention_heads % tp == 0 and per_replica % (tp * attention_data_parallel) == 0
+                and per_replica // (tp * attention_data_parallel) <= model.num_layers
+            ]  # fmt: skip
+
+        holding = [
+            layout for replicas in range(1, chip_count + 1)
+            if chip_count % replicas == 0 and chip_count // replicas >= needed for layout in spread(chip_count // replicas)
+        ]  # fmt: skip
+        return holding or spread(chip_count) or super().layouts_of_count(chip, model, chip_count, weight_dtype=weight_dtype,
+                                                                         attention_data_parallel=attention_data_parallel)  # fmt: skip
+
     def notes(self, chip: ChipSpec) -> tuple[str, ...]:
         return ("LPU: statically scheduled, so per-token latency is deterministic; the step overhead is small",)
 

@@ -12,7 +12,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
 from hwcatalog.models import Chip
-from planner.engine.bench import benchmark_search
+from planner.engine.bench import benchmark_search, benchmark_simulation
+from planner.engine.simulation.bench import simulation_line
 
 # A whole-catalog plan: every chip x chip counts 1-64 x TP x all weight dtypes x batch 1-1024 x
 # four weight dtypes x three decoding settings (~195,000 candidate configurations with the starting catalog).
@@ -37,7 +38,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, repeats: int, as_json: bool, **options):
         engine = benchmark_search(repeats=5)
+        simulation = benchmark_simulation()  # needs no catalog: its 8B model and H100 are literal specs
         if not Chip.objects.exists():
+            self.stdout.write(simulation_line(simulation))
             self.stderr.write("The catalog is empty: run manage.py loadcatalog first.")
             return
         latencies, body = [], None
@@ -64,6 +67,9 @@ class Command(BaseCommand):
             "plan_post_median_s": statistics.median(latencies),
             "plan_post_p90_s": sorted(latencies)[max(int(0.9 * len(latencies)) - 1, 0)],
             "repeats": repeats,
+            "simulation_requests": simulation["requests"],
+            "simulation_seconds": simulation["seconds"],
+            "simulation_requests_per_s": simulation["requests_per_s"],
         }
         if as_json:
             self.stdout.write(json.dumps(figures, indent=1))
@@ -74,5 +80,6 @@ class Command(BaseCommand):
             f"POST /api/v1/plans/ over the whole catalog: {figures['plan_candidates']:,} configurations "
             f"({figures['plan_feasible']:,} feasible); search {figures['plan_search_seconds'] * 1e3:.0f} ms "
             f"= {figures['plan_configs_per_s']:,.0f} configurations/s; request median {figures['plan_post_median_s'] * 1e3:.0f} ms, "
-            f"p90 {figures['plan_post_p90_s'] * 1e3:.0f} ms over {repeats} requests"
+            f"p90 {figures['plan_post_p90_s'] * 1e3:.0f} ms over {repeats} requests\n"
+            f"{simulation_line(simulation)}"
         )

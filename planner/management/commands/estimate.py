@@ -17,7 +17,9 @@ class Command(BaseCommand):
         parser.add_argument("--chip", required=True)
         parser.add_argument("--chip-count", type=int, default=1)
         parser.add_argument("--tensor-parallel", default="auto")
-        parser.add_argument("--pipeline-parallel", type=int, default=1)
+        parser.add_argument(
+            "--pipeline-parallel", type=int, help="default 1; an LPU with --tensor-parallel auto shards the model over its chips (TP x PP)"
+        )
         parser.add_argument("--weight-dtype", default="bf16")
         parser.add_argument("--kv-dtype")
         parser.add_argument("--batch", help='an integer, or "max" for the max-throughput point')
@@ -27,10 +29,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         data = {
             "model": options["model"], "chip": options["chip"], "chip_count": options["chip_count"],
-            "tensor_parallel": options["tensor_parallel"], "pipeline_parallel": options["pipeline_parallel"],
+            "tensor_parallel": options["tensor_parallel"],
             "weight_dtype": options["weight_dtype"], "disaggregated": options["disaggregated"], **workload_from(options),
         }  # fmt: skip
-        for key in ("kv_dtype", "batch", "offering"):
+        for key in ("pipeline_parallel", "kv_dtype", "batch", "offering"):
             if options.get(key) is not None:
                 data[key] = options[key]
         for key in ("decoding", "efficiency"):

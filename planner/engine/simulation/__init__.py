@@ -1,0 +1,17 @@
+"""Iteration-level serving simulation (docs/simulation.md): continuous batching with chunked prefill,
+paged KV blocks, preemption by recompute and prefix caching, each step priced by the planner's own
+forward model, so one set of parameters serves estimates and simulation."""
+
+from __future__ import annotations
+
+from .results import LittlesLaw, Percentiles, SimulationResult, Slos, TimeSeries
+from .scheduler import Schedule, run_schedule
+from .simulate import SchedulerOptions, simulate, simulate_with_cost
+from .step_cost import StepCost, kv_block_capacity, step_cost_for
+from .workload import Arrivals, Lengths, Requests, SimulationWorkload, Trace, WorkloadError
+
+__all__ = [
+    "Arrivals", "Lengths", "LittlesLaw", "Percentiles", "Requests", "Schedule", "SchedulerOptions", "SimulationResult",
+    "SimulationWorkload", "Slos", "StepCost", "TimeSeries", "Trace", "WorkloadError", "kv_block_capacity", "run_schedule",
+    "simulate", "simulate_with_cost", "step_cost_for",
+]  # fmt: skip

@@ -1,0 +1,307 @@
+"""Iteration-level continuous batching on one replica, as vLLM's V1 scheduler runs it
+(github.com/vllm-project/vllm, vllm/v1/core/sched/scheduler.py: `schedule()`).
+
+Each step (one forward of the model):
+1. requests that have arrived join the waiting queue (first come, first served);
+2. every decoding sequence advances one token: a sequence whose next token starts a new KV block
+   takes one from the free pool. Sequences still prefilling (chunked prefill) take the next chunk of
+   their prompt, oldest first, within the step's token budget (max_num_batched_tokens, which the
+   decodes' one token each also spends) and the blocks that chunk fills;
+3. when the free blocks do not cover that, the newest running sequence is preempted by recompute
+   (vLLM: `self.running.pop()`): its blocks are freed and it goes back to the head of the queue, to
+   prefill its prompt and the tokens it had generated again;
+4. unless the step preempted, waiting requests are admitted, in order, while the budget, the free
+   blocks for their first chunk and the cap on running sequences (max_num_seqs) allow; the first that
+   does not fit stops admission;
+5. the step takes StepCost time; a sequence whose prefill completes emits its first token at the
+   step's end, each decoding sequence one token.
+
+Speed (10,000 requests in well under a second on one core, in plain Python): nothing here loops over
+the running sequences per step. Decoding sequences advance together, so the scheduler keeps only
+their count, the sum of their contexts, the step each finishes at, and how many sit at each offset
+within a block (a sequence's context modulo the block size moves with the step index, so the
+sequences needing a new block at step s are those of one residue class). Per-sequence work happens
+only when a sequence joins, leaves or is preempted. The main loop is one function for the same reason:
+its state lives in local variables, the fastest Python has.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .step_cost import StepCost
+from .workload import Requests
+
+WAITING, PREFILLING, DECODING, FINISHED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """What one run produced: per request (scheduler view, i.e. after the request overhead) and per step."""
+
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    preemptions: np.ndarray  # per request
+    step_start_s: np.ndarray
+    step_duration_s: np.ndarray
+    step_waiting: np.ndarray  # queue length at the step's start
+    step_running: np.ndarray  # running sequences at the step's start (before its admissions)
+    step_kv_blocks_used: np.ndarray  # after the step's allocations
+    step_prefill_tokens: np.ndarray
+    step_decode_sequences: np.ndarray
+    kv_blocks: int
+    prefix_blocks: int  # pinned by the shared prefix
+    steps: int  # forwards run (merged replicas: all of theirs; their step records are then intervals)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def run_schedule(
+    cost: StepCost, requests: Requests, *, prefix_caching: bool = True, arrival_offset_s: float = 0.0, max_steps: int = 50_000_000
+) -> Schedule:
+    """Simulate `requests` on one replica whose steps cost `cost`; see the module docstring.
+    arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead)."""
+    bt = cost.kv_block_tokens
+    n = len(requests)
+    prompt = requests.prompt_tokens.tolist()
+    output = requests.output_tokens.tolist()
+    # Only whole blocks are cached (vLLM hashes full blocks); at least one prompt token is always computed.
+    raw_prefix = requests.prefix_tokens.tolist() if prefix_caching else [0] * n
+    cached = [min(p, max(prompt[i] - 1, 0)) // bt * bt for i, p in enumerate(raw_prefix)]
+    prefix_blocks = max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
+    free = cost.kv_blocks - prefix_blocks
+    _check_fits(prompt, output, cached, bt, free)
+    cap = cost.token_budget if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget)
+    attention = cost.attention
+    exact = cost.full_context
+
+    closed = requests.closed_loop_concurrency
+    if closed:
+        times = [arrival_offset_s] * min(closed, n)
+        order = list(range(len(times)))
+    else:
+        times = (requests.arrival_s + arrival_offset_s).tolist()
+        order = list(range(n))
+    think = requests.think_time_s + arrival_offset_s
+    issued = len(order)
+
+    state = [WAITING] * n
+    gen = [0] * n  # tokens generated (at decode start, for decoding sequences)
+    target = [0] * n  # tokens the current prefill computes: prompt + generated
+    done = [0] * n  # of those, computed (starts at the cached prefix)
+    held = [0] * n  # blocks a prefilling sequence holds
+    s0 = [0] * n  # step of a decoding sequence's first decode
+    start_ctx = [0] * n  # its context at that step
+    finish_step = [-1] * n
+    first = [np.nan] * n
+    finish = [np.nan] * n
+    preempted = [0] * n
+    for i in range(n):
+        target[i], done[i] = prompt[i], cached[i]
+
+    waiting: deque[int] = deque()
+    running: dict[int, None] = {}  # admission order: the last is the newest
+    prefilling: list[int] = []
+    phase = [0] * bt  # decoding sequences by (first decode step - its context) mod bt
+    finish_at: dict[int, list[int]] = {}
+    n_dec = 0
+    ctx_sum = 0
+    ptr = 0
+    now = 0.0
+    s = 0
+    starts, durations, q_len, r_len, used, p_tok, d_seq = [], [], [], [], [], [], []
+    seconds = cost.seconds  # positional and unchecked: the hot path
+    causal, kv_read = attention.causal_pairs, attention.kv_read_tokens
+    token_budget, kv_blocks = cost.token_budget, cost.kv_blocks
+    q_append, r_append, start_append, duration_append = q_len.append, r_len.append, starts.append, durations.append
+    used_append, p_append, d_append = used.append, p_tok.append, d_seq.append
+
+    def preempt_newest() -> None:
+        nonlocal free, n_dec, ctx_sum
+        victim = next(reversed(running))
+        del running[victim]
+        if state[victim] == DECODING:
+            ctx = start_ctx[victim] + (s - s0[victim])
+            free += _ceil_div(ctx, bt) - cached[victim] // bt
+            n_dec -= 1
+            ctx_sum -= ctx
+            phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
+            gen[victim] += s - s0[victim]
+            finish_step[victim] = -1
+        else:
+            free += held[victim]
+            prefilling.remove(victim)
+        held[victim] = 0
+        state[victim] = WAITING
+        target[victim] = prompt[victim] + gen[victim]
+        done[victim] = cached[victim]
+        preempted[victim] += 1
+        waiting.appendleft(victim)
+
+    def plan_chunks(budget: int) -> tuple[list[tuple[int, int, int]], int, int]:
+        """The chunks of the sequences mid-prefill this step: (id, tokens, new blocks), and what is left."""
+        chunks, blocks = [], 0
+        for i in prefilling:
+            if budget <= 0:
+                break
+            k = min(target[i] - done[i], budget)
+            nb = _ceil_div(done[i] + k, bt) - cached[i] // bt - held[i]
+            chunks.append((i, k, nb))
+            blocks += nb
+            budget -= k
+        return chunks, blocks, budget
+
+    while s < max_steps:
+        while ptr < issued and times[ptr] <= now:
+            waiting.append(order[ptr])
+            ptr += 1
+        if not running and not waiting:
+            if ptr >= issued:
+                break
+            now = times[ptr]
+            continue
+        q_append(len(waiting))
+        r_append(len(running))  # both at the step's start: together, the requests in the system
+        # 2-3: decode growth and the chunks of sequences mid-prefill, preempting until they fit.
+        grow = phase[s % bt]
+        p_tokens, p_pairs, p_read = 0, 0.0, 0.0
+        completed = []
+        admit = True
+        if prefilling or grow > free:
+            while True:
+                chunks, chunk_blocks, budget = plan_chunks(token_budget - n_dec)
+                if grow + chunk_blocks <= free or not running:
+                    break
+                preempt_newest()
+                admit = False  # vLLM admits no waiting request in a step that preempted
+                grow = phase[s % bt]
+            free -= grow + chunk_blocks
+            for i, k, nb in chunks:
+                p_pairs += float(causal(float(done[i] + k))) - float(causal(float(done[i])))
+                p_read += float(kv_read(float(done[i]))) if done[i] else 0.0
+                done[i] += k
+                held[i] += nb
+                p_tokens += k
+                if done[i] == target[i]:
+                    completed.append(i)
+        else:  # the common step: decodes only, and blocks to spare
+            free -= grow
+            budget = token_budget - n_dec
+        # 4: admission, first come first served.
+        while admit and waiting and budget > 0 and len(running) < cap:
+            i = waiting[0]
+            k = min(target[i] - done[i], budget)
+            nb = _ceil_div(done[i] + k, bt) - cached[i] // bt
+            if nb > free:
+                break
+            waiting.popleft()
+            free -= nb
+            running[i] = None
+            state[i] = PREFILLING
+            prefilling.append(i)
+            p_pairs += float(causal(float(done[i] + k))) - float(causal(float(done[i])))
+            p_read += float(kv_read(float(done[i]))) if done[i] else 0.0
+            done[i] += k
+            held[i] = nb
+            p_tokens += k
+            budget -= k
+            if done[i] == target[i]:
+                completed.append(i)
+        # 5: the step.
+        if exact:
+            dt = seconds(p_tokens, n_dec, ctx_sum, ctx_sum, p_pairs, p_read)
+        else:  # a window or a recurrent state: each sequence at the mean context (docs/simulation.md)
+            mean = ctx_sum / n_dec if n_dec else 0.0
+            dt = seconds(p_tokens, n_dec, n_dec * float(attention.kv_read_tokens(mean)), n_dec * float(attention.attended_positions(mean)),
+                         p_pairs, p_read)  # fmt: skip
+        start_append(now)
+        duration_append(dt)
+        used_append(kv_blocks - free)
+        p_append(p_tokens)
+        d_append(n_dec)
+        now += dt
+        ctx_sum += n_dec
+        for i in finish_at.pop(s, ()):
+            if finish_step[i] != s:
+                continue  # preempted since: its entry is stale
+            ctx = start_ctx[i] + (s - s0[i]) + 1
+            free += _ceil_div(ctx, bt) - cached[i] // bt
+            n_dec -= 1
+            ctx_sum -= ctx
+            phase[(s0[i] - start_ctx[i]) % bt] -= 1
+            del running[i]
+            state[i] = FINISHED
+            finish[i] = now
+            if closed and issued < n:
+                times.append(now + think)
+                order.append(issued)
+                issued += 1
+        for i in completed:
+            prefilling.remove(i)
+            gen[i] += 1
+            if first[i] != first[i]:  # NaN: the first token of this request
+                first[i] = now
+            if gen[i] >= output[i]:
+                free += held[i]
+                held[i] = 0
+                del running[i]
+                state[i] = FINISHED
+                finish[i] = now
+                if closed and issued < n:
+                    times.append(now + think)
+                    order.append(issued)
+                    issued += 1
+                continue
+            state[i] = DECODING
+            held[i] = 0  # a decoding sequence's blocks follow from its context
+            s0[i], start_ctx[i] = s + 1, target[i]
+            phase[(s + 1 - target[i]) % bt] += 1
+            n_dec += 1
+            ctx_sum += target[i]
+            end = s + output[i] - gen[i]
+            finish_step[i] = end
+            finish_at.setdefault(end, []).append(i)
+        s += 1
+    else:
+        raise RuntimeError(f"the simulation did not finish within {max_steps:,} steps")
+
+    arrival = np.asarray(times, dtype=float) if not closed else _closed_arrivals(order, times, n)
+    return Schedule(
+        arrival_s=arrival,
+        first_token_s=np.asarray(first, dtype=float),
+        finish_s=np.asarray(finish, dtype=float),
+        preemptions=np.asarray(preempted, dtype=np.int64),
+        step_start_s=np.asarray(starts, dtype=float),
+        step_duration_s=np.asarray(durations, dtype=float),
+        step_waiting=np.asarray(q_len, dtype=np.int64),
+        step_running=np.asarray(r_len, dtype=np.int64),
+        step_kv_blocks_used=np.asarray(used, dtype=np.int64),
+        step_prefill_tokens=np.asarray(p_tok, dtype=np.int64),
+        step_decode_sequences=np.asarray(d_seq, dtype=np.int64),
+        kv_blocks=cost.kv_blocks,
+        prefix_blocks=prefix_blocks,
+        steps=len(starts),
+    )
+
+
+def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray:
+    out = np.full(n, np.nan)
+    out[np.asarray(order, dtype=np.int64)] = times
+    return out
+
+
+def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int) -> None:
+    """A request whose whole context exceeds the KV cache could never finish: say which, up front."""
+    need = [_ceil_div(p + g, bt) - c // bt for p, g, c in zip(prompt, output, cached)]
+    worst = int(np.argmax(need)) if need else 0
+    if need and need[worst] > free:
+        raise ValueError(
+            f"request {worst} needs {need[worst]} KV blocks ({prompt[worst]} prompt + {output[worst]} output tokens) "
+            f"but the cache holds {free}; no schedule can run it"
+        )

@@ -1,0 +1,82 @@
+"""The simulator's front door: a deployment and a workload in, a SimulationResult out.
+
+`simulate` builds the step cost from the same specs and efficiency factors an estimate uses
+(step_cost.py), draws the requests (workload.py), runs the scheduler (scheduler.py) and summarises
+(results.py). `simulate_with_cost` takes any step cost instead, so the same scheduler runs under
+another latency model (a fitted one, say) as long as it answers StepCost's fields and step_time_s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..deployment import Deployment
+from ..efficiency import Calibration, Override
+from ..specs import ModelSpec
+from ..units import KV_BLOCK_TOKENS
+from .results import SimulationResult, Slos, summarise
+from .replicas import merge_schedules, split_round_robin
+from .scheduler import run_schedule
+from .step_cost import StepCost, step_cost_for
+from .workload import SimulationWorkload
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerOptions:
+    """The serving engine's knobs, by vLLM's names where it has them. token_budget and max_sequences
+    default to the chip's serving-engine scheduler (specs.Scheduler), as the estimate reads them;
+    with no scheduler recorded the budget is units.PREFILL_CHUNK_TOKENS and running sequences are
+    capped only by the budget and the KV blocks."""
+
+    token_budget: int | None = None  # max_num_batched_tokens
+    max_sequences: int | None = None  # max_num_seqs
+    kv_block_tokens: int = KV_BLOCK_TOKENS  # block_size
+    prefix_caching: bool = True  # enable_prefix_caching
+
+
+def simulate(
+    model: ModelSpec,
+    deployment: Deployment,
+    workload: SimulationWorkload,
+    *,
+    slos: Slos | None = None,
+    options: SchedulerOptions | None = None,
+    efficiency: Override | None = None,
+    calibration: Calibration | None = None,
+) -> SimulationResult:
+    options = options or SchedulerOptions()
+    cost = step_cost_for(
+        model, deployment, efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
+        max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
+    )  # fmt: skip
+    return simulate_with_cost(cost, workload, slos=slos, prefix_caching=options.prefix_caching, replicas=deployment.replicas)
+
+
+def simulate_with_cost(
+    cost: StepCost, workload: SimulationWorkload, *, slos: Slos | None = None, prefix_caching: bool = True, replicas: int = 1
+) -> SimulationResult:
+    """`replicas` identical replicas of `cost` behind a round-robin router (replicas.py)."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    requests = workload.sample()
+    offset = cost.request_overhead_s
+    parts = [(index, run_schedule(cost, share, prefix_caching=prefix_caching, arrival_offset_s=offset))
+             for index, share in split_round_robin(requests, replicas)]  # fmt: skip
+    schedule = merge_schedules(parts, len(requests))
+    notes = _notes(cost, workload, prefix_caching, replicas)
+    return summarise(schedule, requests, offset_s=offset, slos=slos or Slos(), notes=notes)
+
+
+def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, replicas: int) -> tuple[str, ...]:
+    notes = []
+    if replicas > 1:
+        notes.append(f"{replicas} replicas behind a round-robin router, each with its own queue and KV cache")
+    if not cost.full_context:
+        notes.append("attention with a window or a recurrent state: each decode step prices every sequence at the mean context, "
+                     "and KV blocks are counted for the full context (an upper bound on KV use)")  # fmt: skip
+    if workload.shared_prefix_tokens and workload.shared_prefix_fraction:
+        if prefix_caching:
+            notes.append("the shared prefix is cached from the start (a warm cache) and its blocks stay pinned")
+        else:
+            notes.append("prefix caching is off: the shared prefix is prefilled with every request")
+    return tuple(notes)

@@ -1,0 +1,215 @@
+"""The time of one scheduler step, from the planner's own forward model (forward.py).
+
+A continuous-batching step is one forward over every token scheduled in it: the new tokens of the
+prefill chunks and one token per decoding sequence. forward_cost() prices such a forward as
+
+    time = max(compute_s, memory_s) + comm_s + overhead_s
+
+with compute_s linear in the (query, key) pairs attended, memory_s linear in the KV tokens read,
+and every other term a function of the token count alone (weights streamed, experts touched,
+activations, collectives). So a step's cost is tabulated once per deployment, by calling
+forward_cost() itself, never by re-deriving it:
+- over the token axis t = 0..token_budget, with no pairs and no KV read (each new token writes its
+  K/V once): the token-dependent compute, memory and fixed (communication + overhead) terms;
+- once more with pairs and once with KV tokens read: the seconds per pair (prefill and decode
+  weights differ) and per KV token, exact because forward_cost is linear in both.
+A test holds step_time_s against forward_cost for the same step (tests/planner/engine/test_simulation_step_cost.py).
+
+Scope: one replica (simulate.py runs several side by side), one pipeline stage, no attention data
+parallelism (the micro-batching of pipeline stages and per-attention-replica KV caches are not
+tabulated; `step_cost_for` says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..attention import Attention
+from ..chips import policy_for
+from ..decoding import Autoregressive
+from ..deployment import Deployment
+from ..dtypes import compute_table, default_kv_dtype
+from ..efficiency import Calibration, Override, efficiency_table
+from ..forward import forward_cost
+from ..grid import CandidateGrid
+from ..hardware import CandidateHardware, candidate_hardware, chip_table
+from ..memory import SequenceFootprint, memory_fit
+from ..specs import ModelSpec
+from ..units import DTYPE_CODE, KV_BLOCK_TOKENS
+
+_PROBE = 1e6  # pairs / KV tokens of the linear probes: large enough that rounding is negligible
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepCost:
+    """Seconds per scheduler step for one deployment, and the memory its scheduler manages.
+
+    The per-token tables are Python lists on purpose: the simulator indexes them once per step and
+    a list index is several times faster than a NumPy scalar index.
+    """
+
+    model_slug: str
+    chip_slug: str
+    token_budget: int  # tokens one step may schedule (prefill chunks + decodes): max_num_batched_tokens
+    compute_s_by_tokens: list[float]  # [token_budget + 1]
+    memory_s_by_tokens: list[float]
+    fixed_s_by_tokens: list[float]  # communication + per-step overhead
+    compute_s_per_prefill_pair: float
+    compute_s_per_decode_pair: float
+    memory_s_per_kv_token: float
+    prefill_overhead_s: float  # per step that prefills anything (un-captured prefill kernels)
+    request_overhead_s: float  # per request, before it reaches the scheduler (tokenise, HTTP)
+    kv_block_tokens: int
+    kv_blocks: int  # paged blocks the KV cache holds on this replica
+    max_sequences: int | None  # the engine's cap on running sequences (None: none set)
+    full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
+    attention: Attention  # the model's, for the causal pairs of a prefill chunk
+
+    def step_time_s(
+        self,
+        *,
+        prefill_tokens: int,
+        decode_sequences: int,
+        decode_context_tokens: float,
+        prefill_pairs: float | None = None,
+        prefill_kv_read_tokens: float = 0.0,
+        decode_pairs: float | None = None,
+    ) -> float:
+        """One step prefilling `prefill_tokens` new prompt tokens (with `prefill_pairs` causal pairs,
+        by default those of one fresh prompt, and `prefill_kv_read_tokens` cached tokens read by its
+        chunks) while `decode_sequences` sequences decode one token each, reading
+        `decode_context_tokens` cached tokens in all and attending as many (query, key) pairs unless
+        `decode_pairs` says otherwise (a window or a recurrent state)."""
+        if prefill_tokens + decode_sequences > self.token_budget:
+            raise ValueError(f"a step of {prefill_tokens + decode_sequences} tokens exceeds the token budget of {self.token_budget}")
+        if prefill_pairs is None:
+            prefill_pairs = float(self.attention.causal_pairs(float(prefill_tokens)))
+        pairs = decode_context_tokens if decode_pairs is None else decode_pairs
+        return self.seconds(prefill_tokens, decode_sequences, decode_context_tokens, pairs, prefill_pairs, prefill_kv_read_tokens)
+
+    @cached_property
+    def seconds(self) -> Callable[[int, int, float, float, float, float], float]:
+        """step_time_s without the checks, positional: (prefill tokens, decode sequences, decode KV tokens
+        read, decode pairs, prefill pairs, prefill KV tokens read). A closure over local names, as the
+        scheduler calls it once per step."""
+        compute_t, memory_t, fixed_t = self.compute_s_by_tokens, self.memory_s_by_tokens, self.fixed_s_by_tokens
+        per_prefill_pair, per_decode_pair = self.compute_s_per_prefill_pair, self.compute_s_per_decode_pair
+        per_kv = self.memory_s_per_kv_token
+        prefill_overhead = self.prefill_overhead_s
+
+        def seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
+            t = prefill_tokens + decode_sequences
+            compute = compute_t[t] + per_prefill_pair * prefill_pairs + per_decode_pair * decode_pairs
+            memory = memory_t[t] + per_kv * (decode_kv_tokens + prefill_kv_tokens)
+            step = (compute if compute > memory else memory) + fixed_t[t]
+            return step + prefill_overhead if prefill_tokens else step
+
+        return seconds
+
+
+def deployment_hardware(
+    model: ModelSpec, deployment: Deployment, *, efficiency: Override | None = None, calibration: Calibration | None = None
+) -> CandidateHardware:
+    """The one-candidate hardware arrays estimate() builds for this deployment (the same calls as evaluate())."""
+    kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
+    chips = (deployment.chip,)
+    grid = CandidateGrid(
+        chip_index=np.zeros(1), chip_count=np.full(1, deployment.chip_count), tensor_parallel=np.full(1, deployment.tensor_parallel),
+        pipeline_parallel=np.full(1, deployment.pipeline_parallel), weight_dtype=np.full(1, DTYPE_CODE[deployment.weight_dtype]),
+        kv_dtype=np.full(1, DTYPE_CODE[kv]), batch=np.ones(1), decoding_index=np.zeros(1),
+        attention_data_parallel=np.full(1, deployment.attention_data_parallel),
+    )  # fmt: skip
+    factors = efficiency_table(chips, calibration=calibration, override=efficiency)
+    return candidate_hardware(chip_table(chips), grid, compute_table(chips), factors)
+
+
+def _unsupported(deployment: Deployment) -> str | None:
+    if deployment.pipeline_parallel != 1:
+        return f"pipeline_parallel={deployment.pipeline_parallel}: the simulator models one pipeline stage (no micro-batching)"
+    if deployment.attention_data_parallel != 1:
+        return f"attention_data_parallel={deployment.attention_data_parallel}: per-replica KV caches are not simulated"
+    if not isinstance(deployment.decoding, Autoregressive):
+        return f"decoding {deployment.decoding.label!r}: the simulator steps autoregressive decoding only"
+    return None
+
+
+def step_cost_for(
+    model: ModelSpec,
+    deployment: Deployment,
+    *,
+    efficiency: Override | None = None,
+    calibration: Calibration | None = None,
+    token_budget: int | None = None,
+    max_sequences: int | None = None,
+    kv_block_tokens: int = KV_BLOCK_TOKENS,
+) -> StepCost:
+    """The step cost of one replica of `deployment` under the same efficiency factors an estimate uses.
+
+    token_budget / max_sequences: the scheduler's max_num_batched_tokens and max_num_seqs; by default
+    the chip's serving-engine scheduler values (specs.Scheduler), as the estimate reads them."""
+    problem = _unsupported(deployment)
+    if problem:
+        raise ValueError(f"cannot simulate {model.slug} on {deployment.chip.slug}: {problem}")
+    if policy_for(deployment.chip).prefill_tokens(1000) != 1000:
+        raise ValueError(f"cannot simulate {deployment.chip.slug}: its chip kind pads prompts to buckets, which is not simulated")
+    hw = deployment_hardware(model, deployment, efficiency=efficiency, calibration=calibration)
+    budget = int(token_budget or hw.prefill_token_budget[0])
+    if budget < 1:
+        raise ValueError("token_budget must be >= 1")
+    if kv_block_tokens < 1:
+        raise ValueError("kv_block_tokens must be >= 1")
+    cap = max_sequences if max_sequences is not None else (None if np.isinf(hw.max_batch_sequences[0]) else int(hw.max_batch_sequences[0]))
+    if cap is not None and cap < 1:
+        raise ValueError("max_sequences must be >= 1")
+    tokens = np.arange(budget + 1, dtype=float)
+    row = hw.take(np.zeros(budget + 1, dtype=np.int64))
+    ones = np.ones(budget + 1)
+    base = forward_cost(model, row, sequences=ones, new_tokens=tokens, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=tokens)
+    attention = model.attention
+    one = np.ones(1)
+    zero = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=one)
+    prefill_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
+                                 attention_flops_per_pair=attention.prefill_flops_per_pair)  # fmt: skip
+    decode_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
+                                attention_flops_per_pair=attention.decode_flops_per_position)  # fmt: skip
+    kv_read = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=_PROBE, kv_write_tokens=one)
+    return StepCost(
+        model_slug=model.slug,
+        chip_slug=deployment.chip.slug,
+        token_budget=budget,
+        compute_s_by_tokens=base.compute_s.tolist(),
+        memory_s_by_tokens=base.memory_s.tolist(),
+        fixed_s_by_tokens=(base.comm_s + base.overhead_s).tolist(),
+        compute_s_per_prefill_pair=float((prefill_pairs.compute_s - zero.compute_s)[0] / _PROBE),
+        compute_s_per_decode_pair=float((decode_pairs.compute_s - zero.compute_s)[0] / _PROBE),
+        memory_s_per_kv_token=float((kv_read.memory_s - zero.memory_s)[0] / _PROBE),
+        prefill_overhead_s=float(hw.prefill_layer_overhead_s[0] * model.num_layers),
+        request_overhead_s=float(hw.request_overhead_s[0]),
+        kv_block_tokens=kv_block_tokens,
+        kv_blocks=kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget),
+        max_sequences=cap,
+        full_context=_reads_full_context(attention),
+        attention=attention,
+    )
+
+
+def kv_block_capacity(model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int) -> int:
+    """Blocks of `block_tokens` the KV cache holds, by memory.py's own rule: memory_fit() for a
+    "sequence" of one block, with the engine's batch cap lifted (it caps sequences, not blocks) and
+    the activation workspace of one full step reserved."""
+    uncapped = dataclasses.replace(hw, max_batch_sequences=np.full(1, np.inf))
+    one_block = SequenceFootprint(cached_tokens=float(block_tokens), workspace_tokens=0.0, logit_rows=0.0)
+    fit = memory_fit(model, uncapped, footprint=one_block, prompt_tokens=float(token_budget))
+    return int(fit.max_concurrency_per_replica[0])
+
+
+def _reads_full_context(attention) -> bool:
+    """Whether a decode query at context C attends C positions and reads C cached tokens (so the sum
+    over sequences is the sum of contexts); windows, chunks and recurrent states do not."""
+    probes = np.array([1.0, 100.0, 10_000.0, 1_000_000.0])
+    return bool(np.allclose(attention.attended_positions(probes), probes) and np.allclose(attention.kv_read_tokens(probes), probes))

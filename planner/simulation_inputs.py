@@ -1,0 +1,222 @@
+"""Input serializers for serving simulations (docs/simulation.md): the workload (arrivals, length
+distributions, shared prefix, seed), SLOs per request and as percentiles, and the scheduler's knobs.
+
+Shared by POST /api/v1/simulations/ (planner/simulation_serializers.py) and a plan's simulation
+stage (planner/serializers.py PlanInputSerializer). Each checks its values the way the engine's own
+dataclasses do (planner/engine/simulation/workload.py), so a bad one is a 400 naming its field, and
+the amount of work is bounded (SIMULATION_MAX_REQUESTS)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from inputs.serializers import StrictSerializer
+from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos, Trace, WorkloadError
+from planner.engine.simulation.workload import ARRIVAL_KINDS, LENGTH_KINDS
+
+MAX_LENGTH_TOKENS = 10_000_000
+MAX_HISTOGRAM_BINS = 200
+PERCENTILE_SLO_METRICS = ("ttft", "tpot", "e2e")
+
+
+class LengthsSerializer(StrictSerializer):
+    """fixed: `tokens`; normal and lognormal: `mean_tokens`, `std_tokens`; histogram: `bin_edges_tokens`
+    (n + 1 increasing edges) and `bin_weights` (n). Every draw is rounded and clipped to [min_tokens, max_tokens]."""
+
+    kind = serializers.ChoiceField(choices=LENGTH_KINDS, default="fixed")
+    tokens = serializers.IntegerField(min_value=1, max_value=MAX_LENGTH_TOKENS, required=False)
+    mean_tokens = serializers.FloatField(min_value=1.0, max_value=MAX_LENGTH_TOKENS, required=False)
+    std_tokens = serializers.FloatField(min_value=0.0, max_value=MAX_LENGTH_TOKENS, required=False)
+    bin_edges_tokens = serializers.ListField(child=serializers.FloatField(min_value=0.0, max_value=MAX_LENGTH_TOKENS), required=False,
+                                             max_length=MAX_HISTOGRAM_BINS + 1)  # fmt: skip
+    bin_weights = serializers.ListField(child=serializers.FloatField(min_value=0.0, max_value=1e12), required=False, max_length=MAX_HISTOGRAM_BINS)
+    min_tokens = serializers.IntegerField(min_value=1, max_value=MAX_LENGTH_TOKENS, default=1)
+    max_tokens = serializers.IntegerField(min_value=1, max_value=MAX_LENGTH_TOKENS, required=False)
+
+
+class ArrivalsSerializer(StrictSerializer):
+    """poisson: `rate_per_s`; gamma: `rate_per_s` and `cv` (coefficient of variation of the gaps; 1 is
+    Poisson, more is burstier); closed_loop: `concurrency` clients, each sending its next request
+    `think_time_s` after its last one finished."""
+
+    kind = serializers.ChoiceField(choices=ARRIVAL_KINDS, default="poisson")
+    rate_per_s = serializers.FloatField(min_value=1e-6, max_value=1e6, required=False)
+    cv = serializers.FloatField(min_value=1e-3, max_value=100.0, required=False)
+    concurrency = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+    think_time_s = serializers.FloatField(min_value=0.0, max_value=86_400.0, required=False)
+
+
+class SimulationWorkloadSerializer(StrictSerializer):
+    """`requests` drawn from `arrivals`, `prompt` and `output` (or, on the simulations endpoint, an
+    uploaded trace, which fixes those three); `shared_prefix_fraction` of them begin with the same
+    `shared_prefix_tokens`-token system prompt (prefix-cached); `seed` makes it reproducible."""
+
+    requests = serializers.IntegerField(min_value=1, required=False, help_text="How many requests to draw (at most SIMULATION_MAX_REQUESTS).")
+    arrivals = ArrivalsSerializer(required=False)
+    prompt = LengthsSerializer(required=False)
+    output = LengthsSerializer(required=False)
+    shared_prefix_tokens = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_TOKENS, default=0)
+    shared_prefix_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.0)
+    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
+
+    def validate_requests(self, value: int) -> int:
+        limit = settings.SIMULATION_MAX_REQUESTS
+        if value > limit:
+            raise serializers.ValidationError(f"At most {limit:,} requests per simulation.")
+        return value
+
+
+class SlosSerializer(StrictSerializer):
+    """Per-request objectives: a request meets them if each given latency is at most its bound (goodput counts those)."""
+
+    ttft_s = serializers.FloatField(min_value=1e-6, max_value=86_400.0, required=False)
+    tpot_s = serializers.FloatField(min_value=1e-6, max_value=3_600.0, required=False)
+    e2e_s = serializers.FloatField(min_value=1e-6, max_value=86_400.0, required=False)
+
+
+class PercentileSloSerializer(StrictSerializer):
+    p = serializers.FloatField(min_value=1.0, max_value=99.99, help_text="The percentile, e.g. 95 for p95.")
+    s = serializers.FloatField(min_value=1e-6, max_value=86_400.0, help_text="Its bound in seconds.")
+
+
+class PercentileSlosSerializer(StrictSerializer):
+    """SLOs as percentiles: {"ttft": {"p": 95, "s": 0.5}} asks that 95% of requests see their first token within 0.5 s."""
+
+    ttft = PercentileSloSerializer(required=False)
+    tpot = PercentileSloSerializer(required=False)
+    e2e = PercentileSloSerializer(required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError(f"Give at least one of {', '.join(PERCENTILE_SLO_METRICS)}.")
+        return attrs
+
+
+class SchedulerSerializer(StrictSerializer):
+    """The serving engine's knobs under vLLM's meaning; absent: the chip's serving-engine defaults from the catalog."""
+
+    token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, help_text="max_num_batched_tokens")
+    max_sequences = serializers.IntegerField(min_value=1, max_value=100_000, required=False, help_text="max_num_seqs")
+    kv_block_tokens = serializers.IntegerField(min_value=1, max_value=1024, default=16, help_text="block_size")
+    prefix_caching = serializers.BooleanField(default=True, help_text="enable_prefix_caching")
+
+
+class PlanSimulationSerializer(SimulationWorkloadSerializer):
+    """A plan's simulation stage: after the analytical search, its `top_n` candidates are simulated
+    under this workload and re-ranked by simulated cost per token at the percentile SLOs."""
+
+    top_n = serializers.IntegerField(min_value=1, max_value=50, default=20, help_text="How many of the analytical ranking to simulate.")
+    scheduler = SchedulerSerializer(required=False)
+
+
+# --- validated data -> the engine's dataclasses --------------------------------------------------
+
+
+def _nested_error(field: str, message: str, *, under: str | None = None) -> dict[str, Any]:
+    """"prompt.std_tokens" -> {"prompt": {"std_tokens": [message]}} (trace rows are reported by line elsewhere)."""
+    parts = [p for p in ([under] if under else []) + field.split(".") if p]
+    error: Any = [message]
+    for part in reversed(parts):
+        error = {part: error}
+    return error
+
+
+def workload_from(data: dict[str, Any], *, trace: Trace | None = None, under: str = "workload") -> SimulationWorkload:
+    """The engine's workload for validated workload data (and a parsed trace); a ValidationError
+    naming the field the engine's own checks refuse."""
+    lengths = {name: Lengths(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data[name].items()}) for name in ("prompt", "output")
+               if name in data}  # fmt: skip
+    arrivals = Arrivals(**data["arrivals"]) if "arrivals" in data else None
+    if trace is None and "requests" not in data:
+        raise serializers.ValidationError(_nested_error("requests", "Give how many requests to draw (or upload a trace).", under=under))
+    if trace is not None and "requests" in data:
+        raise serializers.ValidationError(_nested_error("requests", "A trace fixes the requests; leave this out.", under=under))
+    workload = SimulationWorkload(
+        requests=data.get("requests", 0), arrivals=arrivals, prompt=lengths.get("prompt"), output=lengths.get("output"), trace=trace,
+        shared_prefix_tokens=data.get("shared_prefix_tokens", 0), shared_prefix_fraction=data.get("shared_prefix_fraction", 0.0),
+        seed=data.get("seed", 0),
+    )  # fmt: skip
+    try:
+        requests = workload.sample()  # microseconds for 20,000 requests: the exact work, before any is simulated
+    except WorkloadError as exc:
+        field = exc.field if exc.field != "trace" or trace is None else "arrivals"
+        raise serializers.ValidationError(_nested_error(field, str(exc).split(": ", 1)[-1], under=under)) from None
+    tokens, limit = workload_tokens(workload, requests), settings.SIMULATION_MAX_TOKENS
+    if tokens > limit:
+        raise serializers.ValidationError(_nested_error(
+            "prompt" if trace is None else "requests", f"{tokens:,} prompt + output tokens in all; a simulation may carry at most {limit:,}", under=under,
+        ))  # fmt: skip
+    return workload
+
+
+def workload_tokens(workload: SimulationWorkload, requests=None) -> int:
+    """Prompt + output tokens over the workload's requests: what bounds a simulation's steps."""
+    requests = requests if requests is not None else workload.sample()
+    return int(requests.prompt_tokens.sum() + requests.output_tokens.sum())
+
+
+def slos_from(slos: dict[str, Any] | None, percentiles: dict[str, Any] | None) -> Slos:
+    """Per-request SLOs for goodput: those given, else the bounds of the percentile SLOs."""
+    if slos:
+        return Slos(**slos)
+    percentiles = percentiles or {}
+    return Slos(**{f"{metric}_s": spec["s"] for metric, spec in percentiles.items()})
+
+
+def scheduler_from(data: dict[str, Any] | None) -> SchedulerOptions:
+    return SchedulerOptions(**(data or {}))
+
+
+def check_lengths_fit(data: dict[str, Any], *, context_tokens: int, model_slug: str, under: str = "workload") -> None:
+    """A fixed prompt + output (or the largest a distribution may draw, where bounded) must fit the model's context."""
+
+    def largest(name: str) -> float | None:
+        spec = data.get(name)
+        if not spec:
+            return None
+        if spec.get("kind", "fixed") == "fixed":
+            return spec.get("tokens")
+        if spec.get("kind") == "histogram" and spec.get("bin_edges_tokens"):
+            return min(spec["bin_edges_tokens"][-1], spec.get("max_tokens") or float("inf"))
+        return spec.get("max_tokens")
+
+    prompt, output = largest("prompt"), largest("output")
+    if prompt is not None and output is not None and prompt + output - 1 > context_tokens:
+        raise serializers.ValidationError(_nested_error(
+            "prompt", f"prompt + output - 1 = {prompt + output - 1:.0f} tokens can exceed {model_slug}'s context of {context_tokens}; "
+                      f"bound them with max_tokens", under=under,
+        ))  # fmt: skip
+
+
+DEFAULT_PLAN_SIMULATION_REQUESTS = 2000
+
+
+def plan_simulation_check(attrs: dict[str, Any]) -> None:
+    """A plan's simulation stage, validated in place: with slo_percentiles and no `simulation`, the plan's
+    own workload (its prompt and output tokens, Poisson at its request rate or a closed loop of its
+    concurrency, 2,000 requests); the work bounded (top_n x requests <= SIMULATION_MAX_PLAN_REQUESTS)."""
+    if not attrs.get("slo_percentiles") and not attrs.get("simulation"):
+        return
+    workload = attrs["workload"]
+    simulation = dict(attrs.get("simulation") or PlanSimulationSerializer().to_internal_value({}))
+    if "arrivals" not in simulation:
+        if workload.get("request_rate_per_s"):
+            simulation["arrivals"] = {"kind": "poisson", "rate_per_s": workload["request_rate_per_s"]}
+        elif workload.get("concurrency"):
+            simulation["arrivals"] = {"kind": "closed_loop", "concurrency": workload["concurrency"]}
+        else:
+            raise serializers.ValidationError({"simulation": {"arrivals": [
+                "Give simulation.arrivals, or workload.request_rate_per_s or workload.concurrency to simulate the plan's load."]}})  # fmt: skip
+    simulation.setdefault("prompt", {"kind": "fixed", "tokens": workload["prompt_tokens"]})
+    simulation.setdefault("output", {"kind": "fixed", "tokens": workload["output_tokens"]})
+    simulation.setdefault("requests", DEFAULT_PLAN_SIMULATION_REQUESTS)
+    workload_from(simulation, under="simulation")
+    model = attrs["model"]
+    check_lengths_fit(simulation, context_tokens=model.max_context_tokens, model_slug=model.slug, under="simulation")
+    total, limit = simulation["top_n"] * simulation["requests"], settings.SIMULATION_MAX_PLAN_REQUESTS
+    if total > limit:
+        raise serializers.ValidationError({"simulation": {"requests": [
+            f"top_n x requests = {total:,} simulated requests; a plan may simulate at most {limit:,}: lower requests or top_n."]}})  # fmt: skip
+    attrs["simulation"] = simulation

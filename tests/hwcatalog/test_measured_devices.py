@@ -1,0 +1,45 @@
+"""A validation worker's own device lives with its runs: it is never a public chip that every plan ranks
+(issue 12 item 6, issue 14 item 2)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hwcatalog.services import chip_create_measured
+
+PROBED = {
+    "slug": "cpu-amd-epyc-7b13", "vendor": "AMD", "name": "AMD EPYC 7B13", "kind": "cpu", "memory_capacity_bytes": 32 * 2**30,
+    "memory_bandwidth_bytes_per_s": 40e9, "peak_fp32_flops_per_s": 1.2e12, "peak_bf16_flops_per_s": 1.2e12,
+    "as_of": dt.date(2026, 12, 1).isoformat(), "sources": ["measured by a STREAM-like probe and a matmul probe on the worker"],
+    "notes": "measured",
+}  # fmt: skip
+
+
+def test_a_measured_device_is_kept_out_of_the_public_chip_list_and_listed_apart(catalog, anonymous_client):
+    device = chip_create_measured(values=PROBED)
+    assert device.measured
+    public = anonymous_client.get("/api/v1/chips/?page_size=500").json()["results"]
+    assert device.slug not in {c["slug"] for c in public} and public
+    measured = anonymous_client.get("/api/v1/chips/?measured=true").json()["results"]
+    assert [c["slug"] for c in measured] == [device.slug]
+    # The runs that name it still read it.
+    assert anonymous_client.get(f"/api/v1/chips/{device.slug}/").json()["measured"] is True
+
+
+def test_a_plan_never_ranks_a_measured_device(catalog, token_client):
+    device = chip_create_measured(values=PROBED)
+    body = {
+        "model": "llama-3.1-8b",
+        "workload": {"prompt_tokens": 512, "output_tokens": 128, "concurrency": 4, "ttft_slo_s": 60, "tpot_slo_s": 5},
+        "hardware": {"kinds": ["cpu"], "max_chips": 2},
+    }
+    plan = token_client.post("/api/v1/plans/", body, format="json").json()
+    searched = {c["slug"] for c in plan["catalog_snapshot"]["chips"]}
+    assert searched and device.slug not in searched
+    assert all(row["chip_slug"] != device.slug for row in plan["results"]["ranked"])
+
+
+def test_the_catalog_pages_do_not_list_a_measured_device(catalog, client):
+    device = chip_create_measured(values=PROBED)
+    page = client.get("/catalog/")
+    assert page.status_code == 200 and device.slug.encode() not in page.content

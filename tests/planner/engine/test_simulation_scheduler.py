@@ -1,0 +1,81 @@
+"""Each scheduler rule pinned by a tiny case worked by hand, on a toy cost where every step takes 1 s."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner.engine import FullAttention
+from planner.engine.simulation import SimulationWorkload, StepCost, Trace, run_schedule, simulate_with_cost
+
+
+def toy_cost(*, token_budget: int = 100, kv_blocks: int = 1000, block_tokens: int = 16, max_sequences: int | None = None) -> StepCost:
+    zeros = [0.0] * (token_budget + 1)
+    return StepCost(
+        model_slug="toy", chip_slug="toy", token_budget=token_budget, compute_s_by_tokens=zeros, memory_s_by_tokens=zeros,
+        fixed_s_by_tokens=[1.0] * (token_budget + 1), compute_s_per_prefill_pair=0.0, compute_s_per_decode_pair=0.0,
+        memory_s_per_kv_token=0.0, prefill_overhead_s=0.0, request_overhead_s=0.0, kv_block_tokens=block_tokens, kv_blocks=kv_blocks,
+        max_sequences=max_sequences, full_context=True, attention=FullAttention(num_layers=1, num_heads=1, num_kv_heads=1, head_dim=1),
+    )  # fmt: skip
+
+
+def run(cost: StepCost, arrival_s, prompt_tokens, output_tokens, **workload):
+    trace = Trace(arrival_s=arrival_s, prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    return simulate_with_cost(cost, SimulationWorkload(trace=trace, **workload))
+
+
+def test_a_lone_request_gets_its_first_token_after_one_prefill_step_then_one_per_step():
+    result = run(toy_cost(), [0.0], [10], [3])
+    assert result.ttft_s[0] == 1.0  # step 0 prefills and samples the first token
+    assert result.e2e_s[0] == 3.0  # steps 1 and 2 decode the other two
+    assert result.tpot_s[0] == 1.0
+
+
+def test_a_prompt_longer_than_the_token_budget_is_prefilled_in_chunks():
+    assert run(toy_cost(token_budget=100), [0.0], [250], [1]).ttft_s[0] == 3.0  # chunks of 100, 100, 50
+
+
+def test_decodes_spend_the_token_budget_before_prefill_chunks():
+    # A decodes one token per step from step 1; B (200 tokens, arriving at 0.5 s) gets 99 + 99 + 2.
+    result = run(toy_cost(token_budget=100), [0.0, 0.5], [10, 200], [100, 2])
+    assert result.ttft_s[1] == pytest.approx(4.0 - 0.5)
+
+
+def test_the_cap_on_running_sequences_makes_the_next_request_wait():
+    result = run(toy_cost(max_sequences=1), [0.0, 0.0], [10, 10], [2, 2])
+    assert list(result.ttft_s) == [1.0, 3.0]  # B is admitted when A finishes at 2 s
+
+
+def test_when_blocks_run_out_the_newest_sequence_is_preempted_and_recomputed():
+    # Blocks of 4 tokens, 6 in all. A and B each hold 1 block after prefill and grow a block every
+    # 4 steps; at step 9 both need a 4th block with none free, so B (admitted last) is preempted.
+    # It returns once A finishes at 20 s, prefills its 4 + 9 tokens again and decodes its last 10.
+    result = run(toy_cost(block_tokens=4, kv_blocks=6), [0.0, 0.0], [4, 4], [20, 20])
+    assert list(result.preemptions_per_request) == [0, 1]
+    assert result.e2e_s[0] == 20.0
+    assert result.e2e_s[1] == 31.0
+    assert result.ttft_s[1] == 1.0  # the first token it had already streamed stands
+
+
+def test_a_cached_shared_prefix_is_not_prefilled_again():
+    cost = toy_cost(token_budget=50)
+    cold = run(cost, [0.0], [100], [1], shared_prefix_tokens=64, shared_prefix_fraction=1.0, seed=0)
+    warm_schedule = run_schedule(cost, SimulationWorkload(trace=Trace(arrival_s=[0.0], prompt_tokens=[100], output_tokens=[1]),
+                                                          shared_prefix_tokens=64, shared_prefix_fraction=1.0).sample())  # fmt: skip
+    assert cold.ttft_s[0] == 1.0  # 64 of the 100 tokens come from the cache: one step of 36
+    assert list(warm_schedule.step_prefill_tokens) == [36]
+    one = SimulationWorkload(trace=Trace(arrival_s=[0.0], prompt_tokens=[100], output_tokens=[1]), shared_prefix_tokens=64,
+                             shared_prefix_fraction=1.0)  # fmt: skip
+    uncached = simulate_with_cost(cost, one, prefix_caching=False)
+    assert uncached.ttft_s[0] == 2.0
+
+
+def test_a_request_too_long_for_the_whole_cache_is_refused_up_front():
+    with pytest.raises(ValueError, match="request 0 needs 7 KV blocks"):
+        run(toy_cost(block_tokens=16, kv_blocks=6), [0.0], [100], [1])
+
+
+def test_an_idle_gap_costs_no_steps():
+    result = run(toy_cost(), [0.0, 100.0], [10, 10], [1, 1])
+    assert result.steps == 2
+    assert np.allclose(result.ttft_s, [1.0, 1.0])

@@ -1,0 +1,182 @@
+"""POST /api/v1/simulations/: one configuration under one workload, or an uploaded trace, simulated
+and stored; small ones inside the request, bigger ones on a worker (docs/simulation.md)."""
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from planner import simulation_services
+from planner.models import SimulationRun
+
+pytestmark = pytest.mark.django_db
+
+CONFIGURATION = {"model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "chip_count": 1, "tensor_parallel": 1, "weight_dtype": "bf16"}
+WORKLOAD = {
+    "requests": 300,
+    "arrivals": {"kind": "poisson", "rate_per_s": 10.0},
+    "prompt": {"kind": "lognormal", "mean_tokens": 800, "std_tokens": 400},
+    "output": {"kind": "fixed", "tokens": 100},
+    "seed": 7,
+}
+BODY = {**CONFIGURATION, "workload": WORKLOAD, "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}, "tpot": {"p": 95, "s": 0.05}}}
+TRACE_CSV = "arrival_s,prompt_tokens,output_tokens,request_id\n0.0,500,50,a\n0.1,800,20,b\n0.25,300,80,c\n\n"
+
+
+def test_a_small_simulation_is_run_in_the_request_stored_and_read_back(catalog, token_client):
+    response = token_client.post("/api/v1/simulations/", BODY, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    results = body["results"]
+    assert body["status"] == "done" and body["request_count"] == 300 and body["model_slug"] == "llama-3.1-8b"
+    assert results["completed"] == 300 and not results["overloaded"]
+    assert 0 < results["ttft_s"]["p50"] <= results["ttft_s"]["p90"] <= results["ttft_s"]["p95"] <= results["ttft_s"]["p99"]
+    assert results["tpot_s"]["p95"] > 0 and results["e2e_s"]["p99"] > results["ttft_s"]["p99"]
+    assert results["slo_percentiles"]["ttft"]["p"] == 95 and results["slo_percentiles"]["ttft"]["value_s"] > 0
+    assert results["goodput_requests_per_s"] > 0 and results["littles_law"]["relative_error"] < 0.05
+    assert len(results["series"]["time_s"]) == len(results["series"]["queue_length"]) > 10
+    assert results["usd_per_million_output_tokens"] is None or results["usd_per_million_output_tokens"] > 0
+    read = token_client.get(body["url"]).json()
+    assert read["results"]["ttft_s"] == results["ttft_s"] and read["inputs"]["workload"]["seed"] == 7
+
+
+def test_the_same_seed_gives_the_same_percentiles(catalog, token_client):
+    first = token_client.post("/api/v1/simulations/", BODY, format="json").json()["results"]
+    second = token_client.post("/api/v1/simulations/", BODY, format="json").json()["results"]
+    assert first["ttft_s"] == second["ttft_s"] and first["tpot_s"] == second["tpot_s"]
+
+
+def test_a_csv_trace_upload_is_simulated_row_for_row(catalog, token_client):
+    upload = SimpleUploadedFile("trace.csv", TRACE_CSV.encode(), content_type="text/csv")
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace_file": upload}, format="multipart")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["request_count"] == 3 and body["trace"] == {"rows": 3, "format": "csv", "ignored_columns": ["request_id"]}
+    assert body["results"]["completed"] == 3 and any("request_id" in note for note in body["results"]["notes"])
+
+
+def test_a_jsonl_trace_in_a_json_body_is_simulated(catalog, token_client):
+    trace = '{"arrival_s": 0, "prompt_tokens": 100, "output_tokens": 10}\n{"arrival_s": 0.5, "prompt_tokens": 200, "output_tokens": 5}\n'
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": trace, "workload": {"seed": 1}}, format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["trace"]["format"] == "jsonl" and response.json()["results"]["completed"] == 2
+
+
+def test_a_bad_trace_line_is_a_400_naming_its_line_and_column_and_stores_nothing(catalog, token_client):
+    trace = "arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.2,abc,10\n"
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": trace}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"trace": ["line 3, column prompt_tokens: must be a whole number >= 1, got 'abc'"]}
+    long = "arrival_s,prompt_tokens,output_tokens\n0,100,10\n0,100000000,10\n"  # past the model's context
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": long}, format="json")
+    assert response.status_code == 400 and response.json()["trace"][0].startswith("line 3, column prompt_tokens: prompt + output - 1")
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_bad_uploaded_trace_names_the_line_under_trace_file(catalog, token_client):
+    upload = SimpleUploadedFile("trace.csv", b"arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.1,100,NaN\n", content_type="text/csv")
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace_file": upload}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["trace_file"][0].startswith("line 3, column output_tokens:")
+
+
+def test_a_trace_over_the_size_limit_is_refused(catalog, token_client, settings):
+    settings.SIMULATION_MAX_TRACE_BYTES = 1_000
+    trace = "arrival_s,prompt_tokens,output_tokens\n" + "0,100,10\n" * 200
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": trace}, format="json")
+    assert response.status_code == 400 and "at most 1,000 bytes" in response.json()["trace"][0]
+
+
+def test_a_trace_over_the_request_limit_names_the_first_line_too_many(catalog, token_client, settings):
+    settings.SIMULATION_MAX_REQUESTS = 2
+    trace = "arrival_s,prompt_tokens,output_tokens\n0,100,10\n0,100,10\n0,100,10\n"
+    response = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": trace}, format="json")
+    assert response.status_code == 400 and response.json()["trace"][0].startswith("line 4: more than 2 requests")
+
+
+def test_more_requests_than_the_limit_is_a_400_naming_the_field(catalog, token_client):
+    response = token_client.post("/api/v1/simulations/", {**BODY, "workload": {**WORKLOAD, "requests": 20_001}}, format="json")
+    assert response.status_code == 400 and "20,000" in response.json()["workload"]["requests"][0]
+
+
+def test_unknown_fields_are_a_400_naming_them_at_every_level(catalog, token_client):
+    body = {**BODY, "prompt_tokens": 100, "workload": {**WORKLOAD, "arrivals": {"kind": "poisson", "rate_per_s": 1, "burst": 3}}}
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert "prompt_tokens" in errors and "burst" in errors["workload"]["arrivals"]
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_workload_the_engine_refuses_is_a_400_naming_the_field(catalog, token_client):
+    body = {**BODY, "workload": {**WORKLOAD, "prompt": {"kind": "lognormal", "mean_tokens": 800}}}  # no std_tokens
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 400 and "std_tokens" in response.json()["workload"]["prompt"]
+
+
+def test_a_configuration_the_simulator_does_not_model_is_a_400_saying_why(catalog, token_client):
+    response = token_client.post("/api/v1/simulations/", {**BODY, "pipeline_parallel": 2, "chip_count": 2}, format="json")
+    assert response.status_code == 400 and "one pipeline stage" in response.json()["pipeline_parallel"][0]
+
+
+def test_an_anonymous_client_may_read_but_not_simulate(catalog, anonymous_client, token_client):
+    assert anonymous_client.post("/api/v1/simulations/", BODY, format="json").status_code == 401
+    url = token_client.post("/api/v1/simulations/", BODY, format="json").json()["url"]
+    assert anonymous_client.get(url).status_code == 200
+
+
+def test_only_its_creator_or_staff_may_delete_a_simulation(catalog, token_client, session_client, staff_client):
+    url = token_client.post("/api/v1/simulations/", BODY, format="json").json()["url"]
+    assert session_client.delete(url).status_code == 403
+    assert token_client.delete(url).status_code == 204
+    assert token_client.get(url).status_code == 404
+
+
+def test_a_simulation_over_the_inline_size_is_queued_and_a_worker_task_takes_it_to_done(catalog, token_client, settings,
+                                                                                         django_capture_on_commit_callbacks):  # fmt: skip
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 100
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:  # nothing published
+        response = token_client.post("/api/v1/simulations/", BODY, format="json")
+    assert response.status_code == 202, response.json()
+    assert len(callbacks) == 1
+    queued = response.json()
+    assert queued["status"] == "queued" and queued["progress"] == 0.0 and response["Location"] == queued["url"]
+    from planner.tasks import run_simulation
+
+    assert run_simulation.apply(args=[queued["id"]]).get() == "done"  # the task body, as a worker runs it
+    done = token_client.get(queued["url"]).json()
+    assert done["status"] == "done" and done["progress"] == 1.0 and done["results"]["completed"] == 300
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 5_000  # the same request, inside the request
+    inline = token_client.post("/api/v1/simulations/", BODY, format="json").json()
+    assert inline["results"]["ttft_s"] == done["results"]["ttft_s"]
+    assert simulation_services.simulation_execute(run_id=queued["id"]) == "finished"  # a duplicate message does nothing
+
+
+def test_a_queued_trace_is_simulated_by_the_worker_from_its_stored_rows(catalog, token_client, settings, django_capture_on_commit_callbacks):
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 1
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = token_client.post("/api/v1/simulations/", {**CONFIGURATION, "trace": TRACE_CSV}, format="json").json()
+    assert simulation_services.simulation_execute(run_id=queued["id"]) == "done"
+    run = SimulationRun.objects.get(pk=queued["id"])
+    assert run.results["completed"] == 3 and run.trace["lines"] == [2, 3, 4]
+
+
+def test_the_openapi_schema_stays_valid_and_documents_the_simulations_endpoints(tmp_path):
+    import yaml
+    from django.core.management import call_command
+
+    out = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
+    schema = yaml.safe_load(out.read_text())
+    assert {"/api/v1/simulations/", "/api/v1/simulations/{run_id}/"} <= set(schema["paths"])
+    create = schema["paths"]["/api/v1/simulations/"]["post"]
+    assert {"201", "202"} <= set(create["responses"]) and "multipart/form-data" in create["requestBody"]["content"]
+    plan_input = schema["components"]["schemas"]["PlanInputRequest"]["properties"]
+    assert {"slo_percentiles", "simulation"} <= set(plan_input)
+
+
+def test_a_chip_the_simulator_does_not_model_is_refused_before_anything_is_queued(catalog, token_client, settings):
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 1  # the refusal comes at the POST, not later on a worker
+    body = {**BODY, "model": "llama-3.1-8b", "chip": "google-tpu-v5e", "tensor_parallel": 1}
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 400 and "pads prompts to buckets" in response.json()["chip"][0]
+    assert not SimulationRun.objects.exists()

@@ -1,0 +1,121 @@
+"""A plan with percentile SLOs: after the analytical search its top candidates are simulated at the
+plan's load and re-ranked by simulated cost per token at the SLOs, each row saying which stage
+decided its place; a big stage runs as one worker task per candidate (planner/simulation_services.py)."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from planner import services
+from planner.models import Plan, SimulationRun
+from planner.tasks import run_simulation
+
+pytestmark = pytest.mark.django_db
+
+SLO_PLAN = {
+    "model": "llama-3.1-8b",
+    "workload": {"prompt_tokens": 1000, "output_tokens": 200, "request_rate_per_s": 4.0},
+    "hardware": {"chips": ["nvidia-h100-sxm", "nvidia-a100-sxm-80gb", "nvidia-l4"], "max_chips": 2, "weight_dtypes": ["bf16", "fp8"]},
+    "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}, "tpot": {"p": 95, "s": 0.05}},
+    "simulation": {"requests": 150, "top_n": 6, "seed": 3, "prompt": {"kind": "lognormal", "mean_tokens": 1000, "std_tokens": 400}},
+}
+
+
+def _stage_rows(plan: dict) -> list[dict]:
+    return [row for row in plan["results"]["ranked"] if row["ranking_stage"] == "simulated"]
+
+
+def test_a_plan_with_percentile_slos_re_ranks_its_top_candidates_by_simulated_cost(catalog, token_client):
+    response = token_client.post("/api/v1/plans/", SLO_PLAN, format="json")
+    assert response.status_code == 201, response.json()
+    plan = response.json()
+    stage = plan["results"]["simulation"]
+    assert stage["status"] == "done" and stage["mode"] == "inline" and stage["candidates"] == 6
+    simulated = _stage_rows(plan)
+    assert len(simulated) == stage["simulated"] > 0
+    for row in simulated:
+        sim = row["simulation"]
+        assert sim["ttft_s"]["p95"] > 0 and sim["tpot_s"]["p95"] > 0 and sim["goodput_requests_per_s"] >= 0
+        assert sim["slo_percentiles"]["ttft"]["p"] == 95 and row["analytical_rank"] <= 6
+        assert sim["meets_slo_percentiles"] == (not sim["misses"])
+    meeting = [r for r in simulated if r["simulation"]["meets_slo_percentiles"]]
+    assert meeting == simulated[: len(meeting)] and plan["results"]["ranked"][: len(meeting)] == meeting
+    costs = [r["simulated_usd_per_million_output_tokens"] for r in meeting]
+    assert costs == sorted(costs)
+    later = [r for r in plan["results"]["ranked"] if r["analytical_rank"] > 6]
+    assert all(r["ranking_stage"] == "analytical" and r["simulation"] is None for r in later)
+    assert stage["best_simulated_usd_per_million_output_tokens"] == (costs[0] if costs else None)
+
+
+def test_the_plan_load_defaults_to_its_workload_when_no_simulation_is_given(catalog, token_client, django_capture_on_commit_callbacks):
+    body = {k: v for k, v in SLO_PLAN.items() if k != "simulation"}
+    with django_capture_on_commit_callbacks(execute=False):  # 20 x 2,000 requests: one task per candidate, not sent here
+        response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 202, response.json()
+    stored = Plan.objects.get(pk=response.json()["id"]).inputs["simulation"]
+    assert stored["arrivals"] == {"kind": "poisson", "rate_per_s": 4.0} and stored["prompt"]["tokens"] == 1000 and stored["top_n"] == 20
+    assert stored["requests"] == 2000
+
+
+def test_percentile_slos_without_a_load_to_simulate_are_a_400(catalog, token_client):
+    body = {**{k: v for k, v in SLO_PLAN.items() if k != "simulation"}, "workload": {"prompt_tokens": 1000, "output_tokens": 200}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400 and "arrivals" in response.json()["simulation"]
+
+
+def test_a_bad_percentile_slo_or_an_unknown_field_is_a_400_naming_it(catalog, token_client):
+    bad = token_client.post("/api/v1/plans/", {**SLO_PLAN, "slo_percentiles": {"ttft": {"p": 120, "s": 0.5}}}, format="json")
+    assert bad.status_code == 400 and "p" in bad.json()["slo_percentiles"]["ttft"]
+    unknown = token_client.post("/api/v1/plans/", {**SLO_PLAN, "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}, "itl": {}}}, format="json")
+    assert unknown.status_code == 400 and "itl" in unknown.json()["slo_percentiles"]
+    too_much = token_client.post("/api/v1/plans/", {**SLO_PLAN, "simulation": {**SLO_PLAN["simulation"], "requests": 20_000, "top_n": 50}}, format="json")
+    assert too_much.status_code == 400 and "top_n x requests" in too_much.json()["simulation"]["requests"][0]
+
+
+def test_a_big_simulation_stage_runs_as_one_task_per_candidate_and_the_last_re_ranks_the_plan(
+    catalog, token_client, settings, django_capture_on_commit_callbacks
+):
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 100  # 6 x 150 requests is "big"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:  # nothing published
+        response = token_client.post("/api/v1/plans/", SLO_PLAN, format="json")
+    assert response.status_code == 202, response.json()
+    assert len(callbacks) == 1
+    plan_id = response.json()["id"]
+    polled = token_client.get(f"/api/v1/plans/{plan_id}/").json()
+    assert polled["status"] == "running" and polled["progress"] == 0.0 and polled["results"]["simulation"]["status"] == "pending"
+    runs = list(SimulationRun.objects.filter(plan_id=plan_id).order_by("candidate_rank"))
+    assert [r.candidate_rank for r in runs] == [1, 2, 3, 4, 5, 6] and all(r.status == "queued" for r in runs)
+    for k, run in enumerate(runs, start=1):
+        assert run_simulation.apply(args=[str(run.pk)]).get() in ("done", "failed")  # the task body, as a worker runs it
+        plan = Plan.objects.get(pk=plan_id)
+        assert plan.status == ("done" if k == 6 else "running") and plan.progress == pytest.approx(k / 6 if k < 6 else 1.0)
+    done = token_client.get(f"/api/v1/plans/{plan_id}/").json()
+    assert done["results"]["simulation"]["mode"] == "tasks" and _stage_rows(done)
+    assert all(r["simulation"]["ttft_s"]["p95"] > 0 for r in _stage_rows(done))
+    # The same stage inside the request ranks the same way (the simulation is seeded).
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 5_000
+    inline = token_client.post("/api/v1/plans/", SLO_PLAN, format="json").json()
+    same = ("chip_slug", "chip_count", "tensor_parallel", "weight_dtype", "serving_engine", "ranking_stage")
+    assert [[r[k] for k in same] for r in done["results"]["ranked"]] == [[r[k] for k in same] for r in inline["results"]["ranked"]]
+
+
+def test_a_queued_plan_with_a_big_stage_is_searched_then_simulated_by_workers(catalog, token_client, settings, django_capture_on_commit_callbacks):
+    settings.PLAN_INLINE_MAX_CANDIDATES = 10
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 100
+    with django_capture_on_commit_callbacks(execute=False):
+        plan_id = token_client.post("/api/v1/plans/", SLO_PLAN, format="json").json()["id"]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert services.plan_execute(plan_id=plan_id) == "simulating"
+    assert len(callbacks) == 1 and Plan.objects.get(pk=plan_id).status == "running"
+    runs = list(SimulationRun.objects.filter(plan_id=plan_id).order_by("candidate_rank"))
+    # The first candidate lost its worker twice: its redelivered message fails it, and the plan does not wait on it.
+    stale = timezone.now() - timedelta(seconds=settings.SIMULATION_TASK_TIME_LIMIT + 1)
+    SimulationRun.objects.filter(pk=runs[0].pk).update(status="running", attempts=2, heartbeat_at=stale)
+    for run in runs:
+        run_simulation.apply(args=[str(run.pk)])
+    plan = Plan.objects.get(pk=plan_id)
+    assert plan.status == "done" and plan.results["simulation"]["candidates"] == 6
+    first = next(r for r in plan.results["ranked"] if r["analytical_rank"] == 1)
+    assert first["ranking_stage"] == "analytical" and "lost its worker 2 times" in first["simulation"]["error"]
