@@ -217,12 +217,13 @@ class TokenRateThrottle(RateThrottle):
 
 
 class PlanCreateRateThrottle(RateThrottle):
-    """A plan search takes 30-300 ms of CPU, a read about 1 ms: it gets a budget of its own, on top
-    of the general one. Chosen here by route name so the whole rate-limit policy reads in one file."""
+    """A plan search takes 30-300 ms of CPU, a fleet plan (a search per class and a program) and a serving
+    simulation more, a read about 1 ms: they share a budget of their own, on top of the general one. Chosen
+    here by route name so the whole rate-limit policy reads in one file."""
 
     scope = "plans"
-    description = "for POST /api/v1/plans/ per API token (per user for a session)"
-    routes = frozenset({("POST", "plan-list")})
+    description = "for POST /api/v1/plans/, /fleets/ and /simulations/ per API token (per user for a session)"
+    routes = frozenset({("POST", "plan-list"), ("POST", "fleet-list"), ("POST", "simulation-list")})
 
     def get_cache_key(self, request, view) -> str | None:
         match = request.resolver_match

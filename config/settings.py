@@ -389,6 +389,15 @@ PLAN_TASK_TIME_LIMIT = env_int("PLAN_TASK_TIME_LIMIT_S", 330, minimum=20)
 # A plan's status is one enum in the schema (validation runs have their own).
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {**SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"], "PlanStatusEnum": "planner.models.Plan.Status"}
 
+# --- Fleet plans (planner.fleet_services, planner/tasks.py run_fleet; docs/fleet.md) ----------
+# A fleet of at most this many configurations over all its classes is planned inside the request; a
+# bigger one is stored queued and planned by a worker (the API answers 202).
+FLEET_INLINE_MAX_CANDIDATES = env_int("FLEET_INLINE_MAX_CANDIDATES", 100_000, minimum=0)
+# Candidates each class keeps for the program (besides each chip's cheapest and smallest).
+FLEET_KEEP_PER_CLASS = env_int("FLEET_KEEP_PER_CLASS", 60, minimum=1)
+# HiGHS stops one solve here and keeps its best fleet (the result says its MIP gap).
+FLEET_SOLVE_TIME_LIMIT_S = env_int("FLEET_SOLVE_TIME_LIMIT_S", 20, minimum=1)
+
 # --- Serving simulations (planner.simulation_services, planner/tasks.py; docs/simulation.md) ----
 # One simulation draws or uploads at most this many requests (10,000 take ~0.3 s on one core).
 SIMULATION_MAX_REQUESTS = env_int("SIMULATION_MAX_REQUESTS", 20_000, minimum=1)

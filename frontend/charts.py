@@ -6,7 +6,11 @@ draw it; everything else (times, intensities, ridges, memory) comes from the pla
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+from frontend.templatetags.hwformat import num, usd
 
 # The x range of every roofline chart (FLOP per byte): decode of a small batch (~1) to
 # prefill of long prompts (~10^4), with every catalog ridge (CPUs ~30, accelerators ~500) inside.
@@ -184,3 +188,209 @@ def plan_chart_data(results: Mapping[str, Any], snapshot: Mapping[str, Any]) -> 
 def chips_roofs(chips: Iterable[Mapping[str, Any]], dtype: str = "bf16") -> list[dict[str, Any]]:
     """Roofs of several chips at one dtype (each falls back to its best-known dtype)."""
     return [roof for roof in (chip_roof(chip, dtype) for chip in chips) if roof]
+
+
+# --- fleet plans: tables and server-drawn SVG charts ---------------------------------------------
+# The fleet pages draw their charts on the server as SVG (no script, nothing for the CSP to allow):
+# these functions turn a FleetPlan's stored results (planner/fleet_services.py result_json) into
+# rows and shapes. Colours are CSS classes (app.css .series-0 ... .series-7), never style attributes.
+SERIES_COLOURS = 8
+LIMIT_UNITS = {"power": "kW", "racks": "racks", "supply": "chips", "minimum": "chips"}
+LIMIT_NAMES = {"power": "Power at the wall", "racks": "Racks", "supply": "Supply of", "minimum": "Minimum of"}
+
+
+def peak_replicas(row: Mapping[str, Any]) -> list[int]:
+    """Per month: the replicas an allocation row runs at the day's peak (committed all month, plus its
+    hourly replicas at their busiest slot)."""
+    committed = list(row.get("committed_replicas") or [])
+    hourly = list(row.get("hourly_replicas") or [])
+    months = max(len(committed), len(hourly))
+    return [(committed[t] if t < len(committed) else 0) + (max(hourly[t]) if t < len(hourly) and hourly[t] else 0) for t in range(months)]
+
+
+def fleet_peak_per_month(allocation: list[Mapping[str, Any]], months: int, *, per_replica: str | None = None) -> list[float]:
+    """Per month: the whole fleet's replicas (or, with per_replica="chips_per_replica", its chips) at the
+    day's busiest slot, all rows counted in the same slot."""
+    out = []
+    for t in range(months):
+        slots = max((len(row["hourly_replicas"][t]) for row in allocation if t < len(row.get("hourly_replicas") or [])), default=1)
+        totals = [0.0] * slots
+        for row in allocation:
+            weight = float(row.get(per_replica) or 0) if per_replica else 1.0
+            committed = (row.get("committed_replicas") or [])
+            hourly = (row.get("hourly_replicas") or [])
+            for h in range(slots):
+                base = committed[t] if t < len(committed) else 0
+                extra = hourly[t][h] if t < len(hourly) and h < len(hourly[t]) else 0
+                totals[h] += weight * (base + extra)
+        out.append(max(totals))
+    return out
+
+
+def nice_axis(top: float, ticks: int = 4, *, whole: bool = False) -> list[float]:
+    """Round tick values from 0 to at least `top` (steps of 1, 2, 2.5 or 5 x 10^k; whole numbers only
+    for counts such as replicas)."""
+    if not top or top <= 0:
+        return [0.0, 1.0]
+    raw = top / ticks
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    if whole:
+        step = max(1, math.ceil(step))
+    count = math.ceil(top / step - 1e-9)
+    return [i * step for i in range(count + 1)]
+
+
+def _short(value: float) -> str:
+    """Axis labels: 0, 250, 1.5k, 2M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class ChartFrame:
+    """The plot area inside an SVG of width x height (left margin for the axis labels)."""
+
+    width: int = 640
+    height: int = 260
+    left: int = 56
+    right: int = 16
+    top: int = 14
+    bottom: int = 40
+
+    @property
+    def plot_width(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_height(self) -> float:
+        return self.height - self.top - self.bottom
+
+    def y_of(self, value: float, top_value: float) -> float:
+        return self.top + self.plot_height * (1 - value / top_value)
+
+
+def stacked_bars(*, categories: list[str], series: list[tuple[str, list[float]]], value_text: Callable[[float], str],
+                 prefix: str = "", whole: bool = False, frame: ChartFrame = ChartFrame()) -> dict[str, Any]:  # fmt: skip
+    """One bar per category, stacked by series (each series: a label and one value per category).
+    Returns the SVG's shapes: bars (x, y, w, h, colour class, tooltip), y-axis ticks, category labels, and
+    the legend (label and colour class) the page lists under the chart."""
+    totals = [sum(values[i] for _, values in series) for i in range(len(categories))]
+    ticks = nice_axis(max(totals, default=0.0), whole=whole)
+    top_value = ticks[-1]
+    slot = frame.plot_width / max(len(categories), 1)
+    width = min(slot * 0.6, 90.0)
+    bars, legend = [], []
+    for s, (label, _values) in enumerate(series):
+        legend.append({"label": label, "colour": f"series-{s % SERIES_COLOURS}"})
+    for i, category in enumerate(categories):
+        base = 0.0
+        x = frame.left + slot * i + (slot - width) / 2
+        for s, (label, values) in enumerate(series):
+            value = values[i]
+            if value <= 0:
+                continue
+            y_top, y_base = frame.y_of(base + value, top_value), frame.y_of(base, top_value)
+            bars.append({"x": round(x, 1), "y": round(y_top, 1), "w": round(width, 1), "h": round(y_base - y_top, 1),
+                         "colour": f"series-{s % SERIES_COLOURS}", "title": f"{category} · {label}: {value_text(value)}"})  # fmt: skip
+            base += value
+    return {
+        "width": frame.width, "height": frame.height, "frame": frame, "bars": bars, "legend": legend,
+        "ticks": [{"y": round(frame.y_of(t, top_value), 1), "label": prefix + _short(t)} for t in ticks],
+        "categories": [{"x": round(frame.left + slot * (i + 0.5), 1), "label": c} for i, c in enumerate(categories)],
+        "axis": {"x1": frame.left, "x2": frame.width - frame.right, "y": frame.top + frame.plot_height},
+    }  # fmt: skip
+
+
+def fleet_class_chip_chart(allocation: list[Mapping[str, Any]], *, measure: str, month: int = 0) -> dict[str, Any]:
+    """Month `month`'s $/month ("usd") or peak replicas ("replicas") by class, stacked by chip."""
+    classes = list(dict.fromkeys(row["class"] for row in allocation))
+    chips = list(dict.fromkeys(row["chip_slug"] for row in allocation))
+    values = {chip: [0.0] * len(classes) for chip in chips}
+    for row in allocation:
+        per_month = (row.get("usd_per_month") or []) if measure == "usd" else peak_replicas(row)
+        if month < len(per_month):
+            values[row["chip_slug"]][classes.index(row["class"])] += float(per_month[month])
+    series = [(chip, values[chip]) for chip in chips]
+    if measure == "usd":
+        return stacked_bars(categories=classes, series=series, value_text=lambda v: f"{usd(v)}/month", prefix="$")
+    return stacked_bars(categories=classes, series=series, value_text=lambda v: f"{num(v)} replicas", whole=True)
+
+
+def fleet_month_chart(usd_per_month: list[float], replicas_per_month: list[int], frame: ChartFrame = ChartFrame(right=56)) -> dict[str, Any]:
+    """Bars of $/month per month (left axis) and a line of the replicas running at the peak (right axis)."""
+    months = len(usd_per_month)
+    usd_ticks = nice_axis(max(usd_per_month, default=0.0))
+    replica_ticks = nice_axis(max(replicas_per_month, default=0), whole=True)
+    slot = frame.plot_width / max(months, 1)
+    width = min(slot * 0.6, 60.0)
+    bars, points = [], []
+    for t, usd_value in enumerate(usd_per_month):
+        x = frame.left + slot * t + (slot - width) / 2
+        y = frame.y_of(usd_value, usd_ticks[-1])
+        bars.append({"x": round(x, 1), "y": round(y, 1), "w": round(width, 1), "h": round(frame.top + frame.plot_height - y, 1),
+                     "title": f"month {t + 1}: {usd(usd_value)}/month"})  # fmt: skip
+    for t, replicas in enumerate(replicas_per_month):
+        points.append({"x": round(frame.left + slot * (t + 0.5), 1), "y": round(frame.y_of(replicas, replica_ticks[-1]), 1),
+                       "title": f"month {t + 1}: {num(replicas)} replicas at the peak"})  # fmt: skip
+    every = max(1, math.ceil(months / 12))  # at most ~12 month labels
+    return {
+        "width": frame.width, "height": frame.height, "frame": frame, "bars": bars, "points": points,
+        "polyline": " ".join(f"{p['x']},{p['y']}" for p in points),
+        "usd_ticks": [{"y": round(frame.y_of(v, usd_ticks[-1]), 1), "label": "$" + _short(v)} for v in usd_ticks],
+        "replica_ticks": [{"y": round(frame.y_of(v, replica_ticks[-1]), 1), "label": _short(v)} for v in replica_ticks],
+        "months": [{"x": round(frame.left + slot * (t + 0.5), 1), "label": str(t + 1)} for t in range(0, months, every)],
+        "axis": {"x1": frame.left, "x2": frame.width - frame.right, "y": frame.top + frame.plot_height, "right_x": frame.width - frame.right + 6},
+    }  # fmt: skip
+
+
+def limit_label(group: str) -> tuple[str, str]:
+    """("Power at the wall", "kW") for "power"; ("Supply of nvidia-h100-sxm", "chips") for "supply:nvidia-h100-sxm"."""
+    kind, _, slug = group.partition(":")
+    return (f"{LIMIT_NAMES.get(kind, kind)} {slug}".strip(), LIMIT_UNITS.get(kind, ""))
+
+
+def fleet_view(results: Mapping[str, Any]) -> dict[str, Any]:
+    """What the fleet page shows, rearranged from the stored results: allocation rows with their peak
+    replicas per month, the month-by-month plan, limits with units, and both charts."""
+    allocation = list(results.get("allocation") or [])
+    months = int((results.get("horizon") or {}).get("months") or len(results.get("usd_per_month") or []) or 1)
+    rows = []
+    for row in allocation:
+        replicas = peak_replicas(row)
+        rows.append({**row, "peak_replicas": replicas, "first_replicas": replicas[0] if replicas else 0,
+                     "first_usd_per_month": (row.get("usd_per_month") or [None])[0], "hourly": bool(row.get("hourly_replicas")),
+                     "replica_range": f"{min(replicas)}–{max(replicas)}" if replicas and min(replicas) != max(replicas) else ""})  # fmt: skip
+    usd = list(results.get("usd_per_month") or [])
+    pessimistic = list((results.get("pessimistic") or {}).get("usd_per_month") or [])
+    growth = list((results.get("horizon") or {}).get("growth") or [])
+    peak_kw = list(results.get("peak_wall_kw") or [])
+    idle = list(results.get("idle_owned_usd_per_month") or [])
+    classes = list(results.get("classes") or [])
+    replicas_per_month = fleet_peak_per_month(allocation, months)
+    chips_per_month = fleet_peak_per_month(allocation, months, per_replica="chips_per_replica")
+
+    def at(values: list, t: int):
+        return values[t] if t < len(values) else None
+
+    month_rows = [{
+        "month": t + 1, "growth": at(growth, t), "usd_per_month": at(usd, t), "pessimistic_usd_per_month": at(pessimistic, t),
+        "replicas": replicas_per_month[t], "chips": chips_per_month[t], "peak_wall_kw": at(peak_kw, t), "idle_owned_usd_per_month": at(idle, t),
+        "class_usd": [at(c.get("usd_per_month") or [], t) for c in classes],
+    } for t in range(months)]  # fmt: skip
+    limits = [{**limit, "label": limit_label(limit["group"])[0], "unit": limit_label(limit["group"])[1]} for limit in results.get("limits") or []]
+    usd_total = results.get("usd_total")
+    singles = [{**s, "usd_per_month_mean": s["usd_total"] / months if s.get("usd_total") is not None else None,
+                "over_mix_share": (s["usd_total"] - usd_total) / usd_total if s.get("usd_total") is not None and usd_total else None}
+               for s in results.get("single_chip_fleets") or []]  # fmt: skip
+    pessimistic_total = (results.get("pessimistic") or {}).get("usd_total")
+    return {
+        "months": months, "allocation": rows, "month_rows": month_rows, "limits": limits, "classes": classes, "single_chip_fleets": singles,
+        "usd_first_month": at(usd, 0), "usd_per_month_mean": usd_total / months if usd_total is not None else None,
+        "pessimistic_usd_per_month_mean": pessimistic_total / months if pessimistic_total is not None else None,
+        "pessimistic_first_month": at(pessimistic, 0),
+        "usd_chart": fleet_class_chip_chart(allocation, measure="usd"), "replicas_chart": fleet_class_chip_chart(allocation, measure="replicas"),
+        "month_chart": fleet_month_chart(usd, replicas_per_month) if months > 1 else None,
+    }  # fmt: skip

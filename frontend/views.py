@@ -26,15 +26,18 @@ from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
 from jobs import selectors as jobs_selectors
 from jobs import services as jobs_services
+from planner import fleet_services
 from planner import selectors as plans
 from planner import services as planner_services
 from planner.engine.units import DTYPES
 from planner.engine_profiles import serving_engines
-from planner.models import Plan
+from planner.fleet_serializers import FleetInputSerializer
+from planner.models import FleetPlan, Plan
 from planner.result_schema import table_columns, validated_fields
 from planner.serializers import PlanInputSerializer
 
 PLANS_PER_PAGE = 20
+FLEETS_PER_PAGE = 20
 MAX_COMPARED_CHIPS = 3
 # What a trial measures, as the result fields declare it (planner/engine/fields.py).
 VALIDATION_METRICS = tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields())
@@ -280,6 +283,80 @@ def plan_compare(request: HttpRequest) -> HttpResponse:
         return [{"rank": i, "row": row, "label": charts.configuration_label(row)} for i, row in enumerate((plan.results or {}).get("ranked", [])[:3], 1)]
 
     return render(request, "frontend/plan_compare.html", {"a": a, "b": b, "inputs": inputs, "top_a": top(a), "top_b": top(b)})
+
+
+# --- fleets -------------------------------------------------------------------------------------
+OWNERSHIPS = (("any", "Any"), ("rent", "Rent (cloud)"), ("own", "Own (purchase)"))
+APPLY_TO_CHOICES = (("owned", "Owned offerings only (your datacentre)"), ("all", "Every offering, rented ones too"))
+
+
+def _fleet_form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+    # Fleets plan autoregressive decoding only (FleetInputSerializer), so the list offers only those models.
+    models = [m for m in catalog.model_list() if m.generation_kind == ModelArch.GenerationKind.AUTOREGRESSIVE]
+    chips = catalog.chip_list()
+    return {
+        "values": values,
+        "errors": errors,
+        "models": models,
+        "class_rows": forms.fleet_class_rows(values, errors),
+        "kinds": Chip.Kind.choices,
+        "vendors": sorted(set(chips.values_list("vendor", flat=True))),
+        "chips": chips.order_by("vendor", "slug"),
+        "ownerships": OWNERSHIPS,
+        "apply_to_choices": APPLY_TO_CHOICES,
+    }
+
+
+def _fleet_page(request: HttpRequest, values: dict[str, Any], errors: dict[str, list[str]], **extra: Any) -> HttpResponse:
+    # The list does not need the (large) results and snapshots: only the summary columns.
+    fleets = FleetPlan.objects.defer("results", "catalog_snapshot", "inputs")
+    page = Paginator(fleets, FLEETS_PER_PAGE).get_page(request.GET.get("page"))
+    status = extra.pop("status", 200)
+    return render(request, "frontend/fleet_list.html", {"page": page, **_fleet_form_context(values, errors), **extra}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@rate_limited(UiWriteRateThrottle)
+def fleet_list(request: HttpRequest) -> HttpResponse:
+    """The stored fleet plans and the form that plans a new one (the same serializer and service as
+    POST /api/v1/fleets/)."""
+    if request.method == "GET":
+        return _fleet_page(request, forms.fleet_initial_values(model_slug=request.GET.get("model")), {})
+    values = forms.fleet_submitted_values(request.POST)
+    if not request.user.is_authenticated:
+        # A fleet plan is stored: writes need an account, as for plans.
+        return _fleet_page(request, values, {}, sign_in_required=True, status=403)
+    payload, rows = forms.fleet_payload(request.POST)
+    serializer = FleetInputSerializer(data=payload)
+    if not serializer.is_valid():
+        return _fleet_page(request, values, forms.fleet_form_errors(serializer.errors, rows))
+    try:
+        fleet = fleet_services.fleet_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
+    except fleet_services.FleetRefused as exc:  # too large, or limits no fleet meets: nothing stored
+        return _fleet_page(request, values, {forms.fleet_refused_field(exc.field): [str(exc)]})
+    return redirect("frontend:fleet-detail", fleet_id=fleet.id)
+
+
+def _fleet_or_404(fleet_id) -> FleetPlan:
+    try:
+        return FleetPlan.objects.get(pk=fleet_id)
+    except (FleetPlan.DoesNotExist, ValidationError, ValueError):
+        raise Http404("No fleet plan with that id.") from None
+
+
+@require_GET
+def fleet_detail(request: HttpRequest, fleet_id) -> HttpResponse:
+    fleet = _fleet_or_404(fleet_id)
+    results = fleet.results or {}
+    error = fleet.error if fleet.status == FleetPlan.Status.FAILED else results.get("error")
+    if fleet.status != FleetPlan.Status.DONE or error:  # a worker is planning it (the page polls), or it failed
+        failed = bool(error) or fleet.status == FleetPlan.Status.FAILED
+        return render(request, "frontend/fleet_running.html", {"fleet": fleet, "error": error, "failed": failed})
+    inputs = fleet.inputs or {}
+    return render(request, "frontend/fleet_detail.html", {
+        "fleet": fleet, "results": results, "inputs": inputs, "hardware": inputs.get("hardware") or {},
+        "input_limits": inputs.get("limits") or {}, "view": charts.fleet_view(results),
+    })  # fmt: skip
 
 
 # --- catalog --------------------------------------------------------------------------------------

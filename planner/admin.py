@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from planner.calibrations import calibration_rollback
-from planner.models import Calibration, Plan
+from planner.models import Calibration, FleetPlan, Plan, SimulationRun
 
 
 @admin.register(Plan)
@@ -37,3 +37,30 @@ class CalibrationAdmin(admin.ModelAdmin):
         for row in queryset:
             calibration_rollback(chip_slug=row.chip_slug, weight_dtype=row.weight_dtype, to_version=row.version, serving_engine=row.serving_engine)
             self.message_user(request, f"{row} is now the one in use.")
+
+
+class _ReadOnlyRunAdmin(admin.ModelAdmin):
+    """Stored runs are immutable: the admin shows them and may delete them, nothing else."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(FleetPlan)
+class FleetPlanAdmin(_ReadOnlyRunAdmin):
+    list_display = ["id", "name", "model_slug", "status", "candidate_count", "usd_per_month", "created_by", "created_at"]
+    list_filter = ["status", "model_slug"]
+    search_fields = ["id", "name", "model_slug"]
+
+
+@admin.register(SimulationRun)
+class SimulationRunAdmin(_ReadOnlyRunAdmin):
+    list_display = ["id", "model_slug", "chip_slug", "request_count", "status", "plan", "candidate_rank", "created_at"]
+    list_filter = ["status", "model_slug", "chip_slug"]
+    search_fields = ["id", "model_slug", "chip_slug"]

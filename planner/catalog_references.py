@@ -1,5 +1,5 @@
-"""Which stored plans used a catalog row: a plan's catalog_snapshot names every chip, offering and
-model (and draft model) its search read. Registered with hwcatalog.references (PlannerConfig.ready),
+"""Which stored plans (and fleet plans) used a catalog row: a plan's catalog_snapshot names every chip,
+offering and model (and draft model) its search read. Registered with hwcatalog.references (PlannerConfig.ready),
 so the catalog refuses to delete a row while a plan used it, without importing the planner."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 
 from hwcatalog.models import Chip, ModelArch, Offering
-from planner.models import Plan
+from planner.models import FleetPlan, Plan
 
 NAMED_PLANS = 3  # ids quoted in the message; the count covers the rest
 
@@ -44,8 +44,11 @@ def _plans_with(*, key: str, slugs: set[str]) -> list[uuid.UUID]:
     if not slugs:
         return []
     quoted = reduce(or_, (Q(used__contains=f'"{slug}"') for slug in slugs))
-    candidates = Plan.objects.annotate(used=KeyTextTransform(key, "catalog_snapshot")).filter(quoted)
-    return [
-        plan_id for plan_id, rows in candidates.values_list("id", f"catalog_snapshot__{key}")
-        if any(isinstance(r, dict) and r.get("slug") in slugs for r in rows or [])
-    ]
+    found = []
+    for stored in (Plan, FleetPlan):  # a fleet plan holds its catalog rows as a plan does
+        candidates = stored.objects.annotate(used=KeyTextTransform(key, "catalog_snapshot")).filter(quoted)
+        found += [
+            plan_id for plan_id, rows in candidates.values_list("id", f"catalog_snapshot__{key}")
+            if any(isinstance(r, dict) and r.get("slug") in slugs for r in rows or [])
+        ]  # fmt: skip
+    return found

@@ -61,20 +61,78 @@ class Plan(models.Model):
         return self.status in self.PENDING
 
     def save(self, *args, **kwargs):
-        if not self._state.adding:
-            if kwargs.get("update_fields") is None:
-                raise PlanImmutable(f"plan {self.id} is immutable once stored; save with update_fields")
-            fields = set(kwargs["update_fields"])
-            if not fields <= self.MUTABLE_FIELDS:
-                stored = Plan.objects.filter(pk=self.pk).values_list("status", flat=True).first()
-                if stored not in self.PENDING or not fields <= self.MUTABLE_FIELDS | self.RUN_FIELDS:
-                    raise PlanImmutable(f"plan {self.id} is immutable once stored; only {sorted(self.MUTABLE_FIELDS)} may change "
-                                        f"(and its run fields while it is queued or running)")  # fmt: skip
+        check_immutable_save(self, kwargs.get("update_fields"))
         super().save(*args, **kwargs)
 
 
 class PlanImmutable(Exception):
     pass
+
+
+def check_immutable_save(row: models.Model, update_fields) -> None:
+    """A stored plan or fleet changes only in its MUTABLE_FIELDS, and in its RUN_FIELDS while it is queued
+    or running (the worker writing its result): PlanImmutable otherwise."""
+    if row._state.adding:
+        return
+    what = f"{row._meta.verbose_name} {row.pk}"
+    if update_fields is None:
+        raise PlanImmutable(f"{what} is immutable once stored; save with update_fields")
+    fields = set(update_fields)
+    if not fields <= row.MUTABLE_FIELDS:
+        stored = type(row).objects.filter(pk=row.pk).values_list("status", flat=True).first()
+        if stored not in row.PENDING or not fields <= row.MUTABLE_FIELDS | row.RUN_FIELDS:
+            raise PlanImmutable(f"{what} is immutable once stored; only {sorted(row.MUTABLE_FIELDS)} may change "
+                                f"(and its run fields while it is queued or running)")  # fmt: skip
+
+
+class FleetPlan(models.Model):
+    """A stored fleet plan (planner/engine/fleet/): a traffic mix, the hardware allowed, the limits and the
+    horizon as validated, and the cheapest mix of configurations with its cost, limit use and the best
+    single-chip fleet beside it. Immutable once stored. A small one is planned inside the request; a bigger
+    one is stored queued and planned by a worker (planner/tasks.py run_fleet), which fills in the run fields."""
+
+    Status = Plan.Status
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=120, blank=True, default="")
+    model_slug = models.CharField(max_length=80)
+    inputs = models.JSONField(help_text="The request as validated: model, classes, hardware, limits, horizon.")
+    catalog_snapshot = models.JSONField(default=dict, help_text="Chip, model and offering values the fleet used.")
+    results = models.JSONField(default=dict, blank=True, help_text="The allocation, costs, limit use, single-chip comparison (docs/fleet.md).")
+    candidate_count = models.PositiveIntegerField(default=0, help_text="Configurations searched over all classes.")
+    usd_per_month = models.FloatField(null=True, blank=True, help_text="The fleet's cost in its first month.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=8, choices=Plan.Status.choices, default=Plan.Status.DONE,
+                              help_text="queued and running: a worker is planning; done: results stored; failed: see error.")  # fmt: skip
+    progress = models.FloatField(default=1.0, help_text="Share of the classes searched, 0 to 1.")
+    error = models.TextField(blank=True, default="", help_text="Why the fleet plan failed, in words.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "fleet plan"
+
+    def __str__(self) -> str:
+        return f"fleet {self.id} for {self.model_slug}"
+
+    MUTABLE_FIELDS: frozenset[str] = frozenset()
+    RUN_FIELDS = frozenset({
+        "status", "progress", "error", "attempts", "started_at", "heartbeat_at", "finished_at", "results", "catalog_snapshot",
+        "candidate_count", "usd_per_month",
+    })  # fmt: skip
+    PENDING = Plan.PENDING
+
+    @property
+    def pending(self) -> bool:
+        return self.status in self.PENDING
+
+    def save(self, *args, **kwargs):
+        check_immutable_save(self, kwargs.get("update_fields"))
+        super().save(*args, **kwargs)
 
 
 class Calibration(models.Model):

@@ -139,7 +139,7 @@ class WorkloadSerializer(StrictSerializer):
     tpot_slo_s = serializers.FloatField(min_value=1e-6, max_value=3_600, required=False)
 
 
-def _check_context(model: ModelArch, workload: dict) -> None:
+def check_context(model: ModelArch, workload: dict) -> None:
     # The last generated token is never fed back, so P + G - 1 tokens must fit (engine's Workload.context_tokens).
     total = workload["prompt_tokens"] + workload["output_tokens"] - 1
     if total > model.max_context_tokens:
@@ -195,7 +195,7 @@ class EstimateInputSerializer(WorkloadSerializer):
             raise serializers.ValidationError({"serving_engine": f"{engine}'s profile was fitted on NVIDIA GPUs; {attrs['chip'].slug} is not one."})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         if "prompt_tokens" in attrs:  # a simulation (planner/simulation_serializers.py) checks its own lengths
-            _check_context(attrs["model"], attrs)
+            check_context(attrs["model"], attrs)
         _check_decoding(attrs["model"], attrs["decoding"])
         tp, count = attrs["tensor_parallel"], attrs["chip_count"]
         pp = attrs.get("pipeline_parallel", 1) * attrs["attention_data_parallel"]  # the other degrees of a replica
@@ -252,7 +252,7 @@ class PlanInputSerializer(StrictSerializer):
     def validate(self, attrs):
         model = attrs["model"]
         plan_simulation_check(attrs)
-        _check_context(model, attrs["workload"])
+        check_context(model, attrs["workload"])
         if not attrs.get("decodings"):
             attrs["decodings"] = [DecodingSerializer().to_internal_value({"method": _default_method(model)})]
         for decoding in attrs["decodings"]:

@@ -8,14 +8,12 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
 import numpy as np
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from hwcatalog import selectors as catalog
@@ -50,6 +48,7 @@ from planner.engine_profiles import (
     variant_slug,
 )
 from planner.models import Plan
+from planner.runs import queued_resend, run_claim, run_fail
 
 logger = logging.getLogger(__name__)
 
@@ -476,19 +475,8 @@ def _plan_send(plan: Plan) -> bool:
 
 
 def plans_queued_resend(*, resend_after_s: float, sweep_every_s: float, now=None) -> int:
-    """Send again the plans still queued whose message may be lost (a broker that was down at the POST, or
-    restarted without persistence), from the recovery sweep. With no record of the sends, the wait doubles by
-    age: a plan is sent again in the sweep that first sees it past resend_after_s, 2x, 4x, ... old, so one that
-    only waits behind other work gains a message now and then, never one per sweep. A duplicate is harmless:
-    plan_claim runs a plan once."""
-    now = now or timezone.now()
-    sent = 0
-    for plan in Plan.objects.filter(status=Plan.Status.QUEUED, created_at__lte=now - timedelta(seconds=resend_after_s))[:100]:
-        age = (now - plan.created_at).total_seconds()
-        threshold = resend_after_s * 2 ** math.floor(math.log2(age / resend_after_s))
-        if age - threshold < sweep_every_s:
-            sent += _plan_send(plan)
-    return sent
+    """Send again the plans still queued whose message may be lost (planner.runs.queued_resend)."""
+    return queued_resend(Plan, _plan_send, resend_after_s=resend_after_s, sweep_every_s=sweep_every_s, now=now)
 
 
 PLAN_MAX_ATTEMPTS = 2
@@ -501,23 +489,11 @@ PLAN_PROGRESS_EVERY_S = 0.5
 def plan_claim(*, plan_id: str) -> str:
     """Take a queued plan (or a running one whose worker was lost) for this worker: "claimed";
     "busy" while another worker's search is alive; "finished" when there is nothing to do."""
-    now = timezone.now()
-    with transaction.atomic():
-        plan = Plan.objects.select_for_update().filter(pk=plan_id).first()
-        if plan is None or not plan.pending:
-            return "finished"
-        if plan.status == Plan.Status.RUNNING and plan.heartbeat_at and (now - plan.heartbeat_at).total_seconds() < PLAN_STALE_AFTER_S:
-            return "busy"
-        if plan.attempts >= PLAN_MAX_ATTEMPTS:
-            _plan_fail(plan_id, f"the search lost its worker {plan.attempts} times (killed, or out of memory)")
-            return "finished"
-        Plan.objects.filter(pk=plan_id).update(status=Plan.Status.RUNNING, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now,
-                                               progress=0.0, error="")  # fmt: skip
-    return "claimed"
+    return run_claim(Plan, plan_id, stale_after_s=PLAN_STALE_AFTER_S, max_attempts=PLAN_MAX_ATTEMPTS, what="search")
 
 
 def _plan_fail(plan_id: str, reason: str) -> None:
-    Plan.objects.filter(pk=plan_id, status__in=Plan.PENDING).update(status=Plan.Status.FAILED, error=reason[:2000], finished_at=timezone.now())
+    run_fail(Plan, plan_id, reason)
 
 
 def plan_execute(*, plan_id: str) -> str:

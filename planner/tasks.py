@@ -41,3 +41,22 @@ def run_simulation(self, run_id: str) -> str:
     if outcome == "busy":  # another worker runs it; look again once it would count as lost
         raise self.retry(countdown=settings.SIMULATION_TASK_TIME_LIMIT)
     return outcome
+
+
+@shared_task(
+    bind=True,
+    name="planner.run_fleet",
+    acks_late=True,  # a worker killed mid-plan leaves the message to be delivered again
+    reject_on_worker_lost=True,
+    soft_time_limit=settings.PLAN_TASK_SOFT_TIME_LIMIT,
+    time_limit=settings.PLAN_TASK_TIME_LIMIT,
+    max_retries=20,
+)
+def run_fleet(self, fleet_id: str) -> str:
+    """A fleet plan too big to plan inside its request (planner/fleet_services.py)."""
+    from planner import fleet_services
+
+    outcome = fleet_services.fleet_execute(fleet_id=fleet_id)
+    if outcome == "busy":  # another worker plans it; look again once it would count as lost
+        raise self.retry(countdown=fleet_services.FLEET_STALE_AFTER_S)
+    return outcome

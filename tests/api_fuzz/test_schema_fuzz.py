@@ -63,7 +63,7 @@ sent: collections.Counter[str] = collections.Counter()
 # so without them the fuzz would stop at "no such model" and never check a 200 body.
 existing: dict[str, list[str]] = {}
 BODY_REFERENCES = {"model": "models", "chip": "chips", "offering": "offerings"}
-PATH_REFERENCES = {"plan_id": "plans", "run_id": "validations"}
+PATH_REFERENCES = {"plan_id": "plans", "run_id": "validations", "fleet_id": "fleets"}
 
 
 def point_some_cases_at_real_rows(context, case):
@@ -115,6 +115,8 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
     from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
     from hwcatalog.services import catalog_load
     from jobs.services import validation_run_create
+    from planner.fleet_serializers import FleetInputSerializer
+    from planner.fleet_services import fleet_create
     from planner.serializers import PlanInputSerializer
     from planner.services import plan_create
 
@@ -130,12 +132,12 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
             inputs.is_valid(raise_exception=True)
             plan = plan_create(data=inputs.validated_data, raw_inputs=inputs.data)
             run = validation_run_create(plan=plan, rank=1, trial="decode")  # sent on commit, so never
-            # A beat and a worker seen just now: GET /api/v1/health/jobs/ answers 200. Its 503 (a stopped beat,
-            # no worker) is a health check's answer, not a server error: tests/jobs/test_recovery_timing.py holds it.
-            from jobs.models import ScheduledTaskRun, WorkerHeartbeat
-
-            WorkerHeartbeat.objects.create(hostname="cpu@fuzz", seen_at=timezone.now())
-            ScheduledTaskRun.objects.create(name=ScheduledTaskRun.RECOVERY_SWEEP, last_run_at=timezone.now())
+            fleet_inputs = FleetInputSerializer(data={
+                "model": "llama-3.2-1b", "classes": [{"name": "chat", "prompt_tokens": 200, "output_tokens": 100, "requests_per_s": 2}],
+                "hardware": {"chips": ["nvidia-l4"], "max_chips": 2},
+            })  # fmt: skip
+            fleet_inputs.is_valid(raise_exception=True)
+            fleet = fleet_create(data=fleet_inputs.validated_data, raw_inputs=fleet_inputs.data)
             existing.update(
                 chips=list(Chip.objects.values_list("slug", flat=True)),
                 models=list(ModelArch.objects.values_list("slug", flat=True)),
@@ -143,6 +145,7 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
                 engines=list(ServingEngine.objects.values_list("slug", flat=True)),
                 plans=[str(plan.id)],
                 validations=[str(run.id)],
+                fleets=[str(fleet.id)],
                 tokens=["0" * 12],  # no such token; token_header points it at one of alice's
             )
             yield
@@ -169,8 +172,20 @@ def rate_limits_out_of_reach(settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
 
 
+@pytest.fixture
+def beat_and_worker_seen_just_now(catalog_for_module, db):
+    """GET /api/v1/health/jobs/ answers 200 while a beat and a worker were seen lately. Its 503 (a stopped
+    beat, no worker) is a health check's answer, not a server error: tests/jobs/test_recovery_timing.py
+    holds it. The module runs for many minutes, so each test marks them seen as it starts (inside its own
+    savepoint, rolled back after it)."""
+    from jobs.models import ScheduledTaskRun, WorkerHeartbeat
+
+    WorkerHeartbeat.objects.update_or_create(hostname="cpu@fuzz", defaults={"seen_at": timezone.now()})
+    ScheduledTaskRun.objects.update_or_create(name=ScheduledTaskRun.RECOVERY_SWEEP, defaults={"last_run_at": timezone.now()})
+
+
 # Django's <uuid:...> converter: a path with any other id never reaches DRF.
-UUID_PATH_PARAMETERS = {"plan_id", "run_id"}
+UUID_PATH_PARAMETERS = {"plan_id", "run_id", "fleet_id"}
 
 
 def _checks_left_out(case) -> list:
@@ -195,25 +210,25 @@ def _call(case, mode: str, headers: dict[str, str] | None = None) -> None:
 
 @token_schema.exclude(**PLAN_CREATE).parametrize()
 @settings(max_examples=MAX_EXAMPLES, **FUZZ_SETTINGS)
-def test_every_operation_with_a_token(case, token_header):
+def test_every_operation_with_a_token(case, token_header, beat_and_worker_seen_just_now):
     _call(case, "token", token_header)
 
 
 @anonymous_schema.exclude(**PLAN_CREATE).parametrize()
 @settings(max_examples=MAX_EXAMPLES, **FUZZ_SETTINGS)
-def test_every_operation_anonymously(case, catalog_for_module, db):
+def test_every_operation_anonymously(case, beat_and_worker_seen_just_now):
     _call(case, "anonymous")
 
 
 @token_schema.include(**PLAN_CREATE).parametrize()
 @settings(max_examples=MAX_EXAMPLES_PLAN_CREATE, **FUZZ_SETTINGS)
-def test_plan_create_with_a_token(case, token_header):
+def test_plan_create_with_a_token(case, token_header, beat_and_worker_seen_just_now):
     _call(case, "plan-token", token_header)
 
 
 @anonymous_schema.include(**PLAN_CREATE).parametrize()
 @settings(max_examples=MAX_EXAMPLES_PLAN_CREATE, **FUZZ_SETTINGS)
-def test_plan_create_anonymously(case, catalog_for_module, db):
+def test_plan_create_anonymously(case, beat_and_worker_seen_just_now):
     _call(case, "plan-anonymous")
 
 

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from accounts.services import api_token_create
 from hwcatalog.models import Chip
 from planner.engine.bench import benchmark_search, benchmark_simulation
+from planner.engine.fleet.bench import benchmark_fleet, fleet_line
 from planner.engine.simulation.bench import simulation_line
 
 # A whole-catalog plan: every chip x chip counts 1-64 x TP x all weight dtypes x batch 1-1024 x
@@ -28,6 +29,18 @@ WHOLE_CATALOG_PLAN = {
     ],
 }
 
+# A whole-catalog fleet: three request classes (chat, RAG, batch) over every chip, through POST /api/v1/fleets/.
+WHOLE_CATALOG_FLEET = {
+    "model": "llama-3.1-70b",
+    "classes": [
+        {"name": "chat", "prompt_tokens": 1000, "output_tokens": 250, "requests_per_s": 20, "ttft_slo_s": 1.0, "tpot_slo_s": 0.05},
+        {"name": "rag", "prompt_tokens": 8000, "output_tokens": 400, "requests_per_s": 5, "ttft_slo_s": 3.0, "tpot_slo_s": 0.08},
+        {"name": "batch", "prompt_tokens": 2000, "output_tokens": 800, "requests_per_s": 2, "interruptible": True},
+    ],
+    "hardware": {"max_chips": 64},
+    "limits": {"wall_kw_max": 60, "apply_to": "all"},
+}
+
 
 class Command(BaseCommand):
     help = "Benchmark the planner: engine configurations/s and POST /api/v1/plans/ latency over the whole catalog."
@@ -39,8 +52,9 @@ class Command(BaseCommand):
     def handle(self, *args, repeats: int, as_json: bool, **options):
         engine = benchmark_search(repeats=5)
         simulation = benchmark_simulation()  # needs no catalog: its 8B model and H100 are literal specs
+        fleet = benchmark_fleet()  # nor does this: a synthetic 60-chip catalog
         if not Chip.objects.exists():
-            self.stdout.write(simulation_line(simulation))
+            self.stdout.write(simulation_line(simulation) + "\n" + fleet_line(fleet))
             self.stderr.write("The catalog is empty: run manage.py loadcatalog first.")
             return
         latencies, body = [], None
@@ -56,6 +70,10 @@ class Command(BaseCommand):
                 response = client.post("/api/v1/plans/", WHOLE_CATALOG_PLAN, format="json")
                 latencies.append(time.perf_counter() - started)
                 body = response.json()
+            with override_settings(FLEET_INLINE_MAX_CANDIDATES=10**12):
+                started = time.perf_counter()
+                fleet_body = client.post("/api/v1/fleets/", WHOLE_CATALOG_FLEET, format="json").json()
+                fleet_post_s = time.perf_counter() - started
             transaction.set_rollback(True)
         figures = {
             "engine_synthetic_configurations": engine["configurations"],
@@ -70,6 +88,10 @@ class Command(BaseCommand):
             "simulation_requests": simulation["requests"],
             "simulation_seconds": simulation["seconds"],
             "simulation_requests_per_s": simulation["requests_per_s"],
+            "fleet_bench": fleet,
+            "fleet_catalog_post_s": fleet_post_s,
+            "fleet_catalog_configurations": fleet_body["candidate_count"],
+            "fleet_catalog_solve_s": fleet_body["results"]["solver"]["solve_seconds"],
         }
         if as_json:
             self.stdout.write(json.dumps(figures, indent=1))
@@ -81,5 +103,8 @@ class Command(BaseCommand):
             f"({figures['plan_feasible']:,} feasible); search {figures['plan_search_seconds'] * 1e3:.0f} ms "
             f"= {figures['plan_configs_per_s']:,.0f} configurations/s; request median {figures['plan_post_median_s'] * 1e3:.0f} ms, "
             f"p90 {figures['plan_post_p90_s'] * 1e3:.0f} ms over {repeats} requests\n"
-            f"{simulation_line(simulation)}"
+            f"{simulation_line(simulation)}\n"
+            f"{fleet_line(fleet)}\n"
+            f"POST /api/v1/fleets/ over the whole catalog (3 classes): {figures['fleet_catalog_configurations']:,} configurations searched, "
+            f"program solved in {figures['fleet_catalog_solve_s']:.2f} s, request {figures['fleet_catalog_post_s']:.1f} s\n"
         )

@@ -23,12 +23,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from planner.fleet_serializers import FleetInputSerializer
+from planner.fleet_services import fleet_compute, fleet_prepare
+from planner.management.commands.fleet import format_fleet
 from planner.management.commands.plan import format_plan
 from planner.models import Calibration
 from planner.serializers import EstimateInputSerializer, PlanInputSerializer
 from planner.services import estimate_compute, plan_search_prepare, plan_search_run
 
-DOCS = ("README.md", "docs/api.md")
+DOCS = ("README.md", "docs/api.md", "docs/fleet.md")
 MARKER = re.compile(r"(<!-- example:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
 REGENERATE = ".venv/bin/python manage.py docexamples --write"
 API = "http://127.0.0.1:8000/api/v1"
@@ -224,6 +227,52 @@ def api_plan_row() -> str:
     )
 
 
+FLEET_CHAT = {"name": "chat", "prompt_tokens": 1000, "output_tokens": 250, "requests_per_s": 20, "ttft_slo_s": 1.0, "tpot_slo_s": 0.05}
+FLEET_RAG = {"name": "rag", "prompt_tokens": 8000, "output_tokens": 400, "requests_per_s": 5, "ttft_slo_s": 3.0, "tpot_slo_s": 0.08}
+FLEET_BATCH = {"name": "batch", "prompt_tokens": 2000, "output_tokens": 800, "requests_per_s": 2, "interruptible": True}
+FLEET_MIX = {"model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG, FLEET_BATCH], "limits": {"wall_kw_max": 60, "apply_to": "all"}}
+FLEET_GROWTH = {
+    "model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG], "hardware": {"kinds": ["gpu"], "max_chips": 16},
+    "horizon": {"months": 6, "monthly_growth": 0.25, "hourly_shape": [0.3, 0.3, 0.6, 1.0, 1.0, 0.6]},
+}  # fmt: skip
+
+
+def _fleet_command(body: dict[str, Any]) -> str:
+    args = [f"--model {body['model']}"]
+    for c in body["classes"]:
+        slos = [str(c[k]) for k in ("ttft_slo_s", "tpot_slo_s") if k in c]
+        args.append(f"--class {':'.join([c['name'], str(c['prompt_tokens']), str(c['output_tokens']), str(c['requests_per_s']), *slos])}")
+    args += [f"--interruptible {c['name']}" for c in body["classes"] if c.get("interruptible")]
+    for key in ("hardware", "limits", "horizon"):
+        if key in body:
+            args.append(f"--{key} '{json.dumps(body[key])}'")
+    return ".venv/bin/python manage.py fleet " + " \\\n    ".join(args)
+
+
+def run_fleet(body: dict[str, Any]) -> SimpleNamespace:
+    """The fleet POST /api/v1/fleets/ would store, planned here and not stored."""
+    serializer = FleetInputSerializer(data=body)
+    if not serializer.is_valid():
+        raise CommandError(f"the documented fleet {body} is no longer valid: {serializer.errors}")
+    outcome = fleet_compute(fleet_prepare(data=serializer.validated_data))
+    return SimpleNamespace(id="<id>", model_slug=serializer.validated_data["model"].slug, **outcome)
+
+
+def _fleet_example(body: dict[str, Any], note: str) -> str:
+    fleet = run_fleet(body)
+    lines = format_fleet(fleet).splitlines()
+    lines[0] = lines[0].split(";")[0]  # the solver's time varies by machine
+    return fenced("sh", _fleet_command(body)) + note + ":\n" + fenced("", "\n".join(lines))
+
+
+def fleet_mix() -> str:
+    return _fleet_example(FLEET_MIX, "prints")
+
+
+def fleet_growth() -> str:
+    return _fleet_example(FLEET_GROWTH, "prints (replicas per month, at the day's peak)")
+
+
 @dataclass(frozen=True)
 class Example:
     name: str
@@ -237,6 +286,8 @@ EXAMPLES = (
     Example("estimate-lpu", "docs/api.md", api_lpu_estimate),
     Example("estimate-error", "docs/api.md", api_bad_estimate),
     Example("plan-row", "docs/api.md", api_plan_row),
+    Example("fleet", "docs/fleet.md", fleet_mix),
+    Example("fleet-growth", "docs/fleet.md", fleet_growth),
 )
 
 
@@ -270,10 +321,10 @@ def rendered_docs(root: Path) -> dict[str, tuple[str, str]]:
 
 
 class Command(BaseCommand):
-    help = "Run the README's and docs/api.md's examples against the loaded catalog; --write rewrites them, else fail if they differ."
+    help = "Run the examples of README.md, docs/api.md and docs/fleet.md against the loaded catalog; --write rewrites them, else fail if they differ."
 
     def add_arguments(self, parser):
-        parser.add_argument("--write", action="store_true", help="rewrite the example blocks in README.md and docs/api.md")
+        parser.add_argument("--write", action="store_true", help=f"rewrite the example blocks in {', '.join(DOCS)}")
 
     def handle(self, *args, **options):
         root = Path(settings.BASE_DIR)
@@ -291,4 +342,4 @@ class Command(BaseCommand):
         if stale:
             raise CommandError(f"{', '.join(stale)}: the examples differ from what the code answers; regenerate them with `{REGENERATE}`")
         if not options["write"]:
-            self.stdout.write("the examples in README.md and docs/api.md match the code")
+            self.stdout.write(f"the examples in {', '.join(DOCS)} match the code")
