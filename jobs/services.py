@@ -28,6 +28,7 @@ from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHe
 from planner import calibrations
 from planner.models import Plan
 from planner.fleet_services import fleets_queued_resend
+from planner.simulation_services import simulations_queued_resend
 from planner.services import plans_queued_resend, trial_prediction
 
 logger = logging.getLogger(__name__)
@@ -370,9 +371,10 @@ def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S, resend_afte
     scheduled_task_ran(name=ScheduledTaskRun.RECOVERY_SWEEP)
     resend_after_s = settings.VALIDATION_RESEND_AFTER_S if resend_after_s is None else resend_after_s
     resent = _queued_runs_resend(resend_after_s=resend_after_s)
-    # Plan searches queued as jobs (planner/tasks.py) recover by the same sweep.
+    # Plan searches, fleet plans and simulations queued as jobs (planner/tasks.py) recover by the same sweep.
     plans_resent = plans_queued_resend(resend_after_s=resend_after_s, sweep_every_s=settings.VALIDATION_SWEEP_EVERY_S)
     fleets_resent = fleets_queued_resend(resend_after_s=resend_after_s, sweep_every_s=settings.VALIDATION_SWEEP_EVERY_S)
+    simulations_resent = simulations_queued_resend(resend_after_s=resend_after_s, sweep_every_s=settings.VALIDATION_SWEEP_EVERY_S)
     cutoff = timezone.now() - timedelta(seconds=stale_after_s)
     requeued = failed = 0
     stale = ValidationRun.objects.filter(status=ValidationRun.Status.RUNNING, heartbeat_at__lt=cutoff)
@@ -389,7 +391,8 @@ def validation_runs_recover(*, stale_after_s: float = STALE_AFTER_S, resend_afte
                 run.save(update_fields=["status", "progress_message"])
                 transaction.on_commit(lambda run=run: _send(run))
                 requeued += 1
-    return {"requeued": requeued, "failed": failed, "resent": resent, "plans_resent": plans_resent, "fleets_resent": fleets_resent}
+    return {"requeued": requeued, "failed": failed, "resent": resent, "plans_resent": plans_resent, "fleets_resent": fleets_resent,
+            "simulations_resent": simulations_resent}
 
 
 def _queued_runs_resend(*, resend_after_s: float) -> int:

@@ -30,7 +30,7 @@ from planner.engine.fleet import (
 from planner.engine.uncertainty import interval
 from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
-from planner.runs import queued_resend, run_claim, run_fail
+from planner.runs import queued_resend, run_claim, run_fail, run_send
 from planner.services import PlanTooLarge, PreparedSearch, _error_bands, json_safe, plan_search_prepare
 
 logger = logging.getLogger(__name__)
@@ -342,16 +342,9 @@ def fleet_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None,
 
 
 def _send(fleet: FleetPlan) -> bool:
-    """Publish the fleet's task; a broker that refuses leaves it queued (the request still succeeds)."""
     from planner.tasks import run_fleet
 
-    try:
-        run_fleet.apply_async(args=[str(fleet.pk)], queue="cpu", retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent"
-        logger.warning("fleet %s: the broker refused the task (%s)", fleet.pk, exc)
-        FleetPlan.objects.filter(pk=fleet.pk, status=FleetPlan.Status.QUEUED).update(error=f"waiting for the broker ({type(exc).__name__})")
-        return False
-    return True
+    return run_send(run_fleet, FleetPlan, fleet.pk, what="fleet")
 
 
 def fleets_queued_resend(*, resend_after_s: float, sweep_every_s: float, now=None) -> int:

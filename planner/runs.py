@@ -2,13 +2,29 @@
 run once, a lost worker's row is taken again, and a message that may be lost is sent again."""
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+
+def run_send(task, model: type[models.Model], pk, *, what: str) -> bool:
+    """Publish a stored row's Celery task on queue cpu; a broker that refuses leaves the row queued, its
+    error saying so (the request that stored it still succeeds, and the recovery sweep sends it again)."""
+    try:
+        task.apply_async(args=[str(pk)], queue="cpu", retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent"
+        logger.warning("%s %s: the broker refused the task (%s)", what, pk, exc)
+        model.objects.filter(pk=pk, status="queued").update(error=f"waiting for the broker ({type(exc).__name__})")
+        return False
+    return True
 
 
 def run_claim(model: type[models.Model], pk, *, stale_after_s: float, max_attempts: int, what: str) -> str:

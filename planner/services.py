@@ -48,7 +48,7 @@ from planner.engine_profiles import (
     variant_slug,
 )
 from planner.models import Plan
-from planner.runs import queued_resend, run_claim, run_fail
+from planner.runs import queued_resend, run_claim, run_fail, run_send
 
 logger = logging.getLogger(__name__)
 
@@ -465,13 +465,7 @@ def _plan_send(plan: Plan) -> bool:
     """Publish the plan's task; a broker that refuses leaves the plan queued (the request still succeeds)."""
     from planner.tasks import run_plan
 
-    try:
-        run_plan.apply_async(args=[str(plan.pk)], queue="cpu", retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent"
-        logger.warning("plan %s: the broker refused the search task (%s)", plan.pk, exc)
-        Plan.objects.filter(pk=plan.pk, status=Plan.Status.QUEUED).update(error=f"waiting for the broker ({type(exc).__name__})")
-        return False
-    return True
+    return run_send(run_plan, Plan, plan.pk, what="plan")
 
 
 def plans_queued_resend(*, resend_after_s: float, sweep_every_s: float, now=None) -> int:

@@ -40,6 +40,7 @@ from planner.engine.parallel import tensor_parallel_options
 from planner.engine.simulation import SchedulerOptions, SimulationResult, SimulationWorkload, Slos, simulate, step_cost_for
 from planner.engine_profiles import variant_slug
 from planner.models import Plan, SimulationRun
+from planner.runs import queued_resend, run_send
 from planner.services import _efficiency, decoding_spec, json_safe
 from planner.simulation_inputs import scheduler_from, slos_from, workload_from, workload_tokens
 
@@ -225,16 +226,14 @@ def _small(requests: int, tokens: int) -> bool:
 
 
 def _send(run_id) -> bool:
-    """Publish the run's task; a broker that refuses leaves it queued (the request still succeeds)."""
     from planner.tasks import run_simulation
 
-    try:
-        run_simulation.apply_async(args=[str(run_id)], queue="cpu", retry_policy=settings.VALIDATION_PUBLISH_RETRY_POLICY)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis-py and socket errors all mean "not sent"
-        logger.warning("simulation %s: the broker refused the task (%s)", run_id, exc)
-        SimulationRun.objects.filter(pk=run_id, status=SimulationRun.Status.QUEUED).update(error=f"waiting for the broker ({type(exc).__name__})")
-        return False
-    return True
+    return run_send(run_simulation, SimulationRun, run_id, what="simulation")
+
+
+def simulations_queued_resend(*, resend_after_s: float, sweep_every_s: float, now=None) -> int:
+    """Queued simulations whose message may be lost, sent again by the recovery sweep (planner.runs.queued_resend)."""
+    return queued_resend(SimulationRun, lambda run: _send(run.pk), resend_after_s=resend_after_s, sweep_every_s=sweep_every_s, now=now)
 
 
 def simulation_claim(*, run_id: str) -> str:

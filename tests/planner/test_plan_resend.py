@@ -38,3 +38,23 @@ def test_the_recovery_sweep_sends_the_lost_plans_too(queued_plan, monkeypatch):
     monkeypatch.setattr(services, "_plan_send", lambda plan: True)
     Plan.objects.filter(pk=queued_plan.pk).update(created_at=timezone.now() - timedelta(seconds=35))
     assert validation_runs_recover()["plans_resent"] == 1
+
+
+def test_the_recovery_sweep_sends_lost_fleet_plans_and_simulations_as_it_does_plans(db, monkeypatch):
+    from jobs.services import validation_runs_recover
+    from planner import fleet_services, simulation_services
+    from planner.models import FleetPlan, SimulationRun
+
+    sent = []
+    monkeypatch.setattr(fleet_services, "_send", lambda fleet: sent.append(("fleet", fleet.pk)) or True)
+    monkeypatch.setattr(simulation_services, "_send", lambda run_id: sent.append(("simulation", run_id)) or True)
+    fleet = FleetPlan.objects.create(model_slug="llama-3.1-8b", inputs={}, status=FleetPlan.Status.QUEUED, progress=0.0)
+    run = SimulationRun.objects.create(model_slug="llama-3.1-8b", chip_slug="nvidia-h100-sxm", inputs={}, request_count=10_000,
+                                       status=SimulationRun.Status.QUEUED, progress=0.0)  # fmt: skip
+    done = FleetPlan.objects.create(model_slug="llama-3.1-8b", inputs={}, status=FleetPlan.Status.DONE)
+    old = timezone.now() - timedelta(seconds=35)
+    for model, pk in ((FleetPlan, fleet.pk), (SimulationRun, run.pk), (FleetPlan, done.pk)):
+        model.objects.filter(pk=pk).update(created_at=old)
+    outcome = validation_runs_recover(resend_after_s=30)
+    assert outcome["fleets_resent"] == 1 and outcome["simulations_resent"] == 1
+    assert sorted(sent, key=str) == sorted([("fleet", fleet.pk), ("simulation", run.pk)], key=str)
