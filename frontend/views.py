@@ -29,6 +29,7 @@ from jobs import services as jobs_services
 from planner import fleet_services
 from planner import selectors as plans
 from planner import services as planner_services
+from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.engine.units import DTYPES
 from planner.engine_profiles import serving_engines
 from planner.fleet_serializers import FleetInputSerializer
@@ -63,7 +64,21 @@ def validation_context(run) -> dict[str, Any]:
     active = run.status in ("queued", "running")
     # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
     jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
-    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems}
+    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
+            "repetitions": _repetitions_note(measured)}  # fmt: skip
+
+
+def _repetitions_note(measured: dict[str, Any]) -> str:
+    """How steady the measurement was: the repetitions timed and their spread (a calibration leaves out a run over 25%)."""
+    reps = measured.get("repetitions")
+    if not reps or reps < 2:
+        return ""
+    note = f"Medians of {reps} timed repetitions after the warm-up; TPOT spread {plain_percent(100 * (measured.get('tpot_spread') or 0.0))}"
+    if measured.get("ttft_spread") is not None:
+        note += f", TTFT spread {plain_percent(100 * measured['ttft_spread'])}"
+    if (measured.get("tpot_spread") or 0.0) > MAX_RUN_SPREAD:
+        note += f" (over {MAX_RUN_SPREAD:.0%}: too noisy, the calibration leaves this run out)"
+    return note + "."
 
 
 # --- plan form --------------------------------------------------------------------------------

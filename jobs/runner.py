@@ -11,7 +11,7 @@ from hwcatalog.architecture import ArchShape
 from hwcatalog.models import Chip, ModelArch
 from jobs.models import ValidationRun
 from jobs.trials.block_diffusion import run_block_diffusion_trial
-from jobs.trials.decode import run_decode_trial
+from jobs.trials.decode import DEFAULT_REPETITIONS, run_decode_trial
 from jobs.trials.device import detect_device, generic_cpu_chip, probe_cpu
 from jobs.trials.speculative import run_speculative_trial
 from jobs.trials.tiny_pair import train_tiny_pair
@@ -58,7 +58,7 @@ def _decode(run: ValidationRun, model: ModelArch, device: str, bandwidth, flops,
     r = run_decode_trial(
         model_description(model), device=device, dtype=p["dtype"], batch=p["batch"], prompt_tokens=p["prompt_tokens"],
         decode_steps=p["decode_steps"], compile=p.get("compile"), peak_bandwidth_bytes_per_s=bandwidth, peak_flops_per_s=flops,
-        max_layers=p.get("max_layers"), progress=progress,
+        max_layers=p.get("max_layers"), repetitions=p.get("repetitions", DEFAULT_REPETITIONS), progress=progress,
     )  # fmt: skip
     return {**r, "tokens_per_s_per_user": r["tokens_per_s_per_sequence"], "output_tokens_per_s_total": r["tokens_per_s_total"]}
 

@@ -27,6 +27,7 @@ from jobs import selectors
 from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHeartbeat
 from planner import calibrations
 from planner.models import Plan
+from planner.engine.calibration import NoisyRuns
 from planner.fleet_services import fleets_queued_resend
 from planner.simulation_services import simulations_queued_resend
 from planner.services import plans_queued_resend, trial_prediction
@@ -46,7 +47,7 @@ DEFAULT_PARAMS = {
     "gpu": {"batch": 1, "prompt_tokens": 128, "decode_steps": 128, "dtype": "bf16"},
 }
 PARAM_LIMITS = {"batch": (1, 256), "prompt_tokens": (1, 32_768), "decode_steps": (1, 4_096), "max_layers": (1, 1_000),
-                "block_size": (1, 512), "steps": (1, 512), "draft_tokens": (1, 16)}  # fmt: skip
+                "block_size": (1, 512), "steps": (1, 512), "draft_tokens": (1, 16), "repetitions": (1, 10)}  # fmt: skip
 # Rough CPU cost guard: a trial larger than this many layer-token steps is refused up front.
 MAX_CPU_LAYER_TOKENS = 200_000
 METRICS = ("ttft_s", "tpot_s", "tokens_per_s_per_user", "output_tokens_per_s_total", "mbu", "mfu")
@@ -341,14 +342,17 @@ def validation_trial_run(*, run_id: str) -> None:
 
 
 def _refit_calibration(*, chip: Chip, dtype: str) -> None:
-    runs = list(selectors.succeeded_runs_for(chip_slug=chip.slug, dtype=dtype).order_by("-finished_at")[:50])
-    observations = [
-        calibrations.observation_from(r.predicted, r.measured, chip, dtype)
-        for r in runs
+    runs = [
+        r for r in selectors.succeeded_runs_for(chip_slug=chip.slug, dtype=dtype).order_by("-finished_at")[:50]
         if r.predicted.get("decode") and r.measured.get("tpot_s") and r.measured.get("ttft_s")
-    ]
-    if observations:
+    ]  # fmt: skip
+    if not runs:
+        return
+    observations = [calibrations.observation_from(r.predicted, r.measured, chip, dtype) for r in runs]
+    try:
         calibrations.calibration_fit(chip=chip, weight_dtype=dtype, observations=observations, run_ids=[r.pk for r in runs])
+    except NoisyRuns as exc:  # the calibration in use stands
+        logger.warning("calibration of %s/%s not refitted: %s", chip.slug, dtype, exc)
 
 
 def scheduled_task_ran(*, name: str, ran_on: str = "") -> None:

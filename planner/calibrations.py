@@ -28,6 +28,8 @@ def observation_from(predicted: dict[str, Any], measured: dict[str, Any], chip: 
         ttft_s=measured["ttft_s"],
         peak_flops_per_s=peak,
         bandwidth_bytes_per_s=spec.memory_bandwidth_bytes_per_s,
+        tpot_spread=float(measured.get("tpot_spread") or 0.0),  # runs from before repetitions were timed: unknown, 0
+        ttft_spread=float(measured.get("ttft_spread") or 0.0),
     )
 
 
@@ -35,8 +37,10 @@ def observation_from(predicted: dict[str, Any], measured: dict[str, Any], chip: 
 def calibration_fit(
     *, chip: Chip, weight_dtype: str, observations: Sequence[Observation], run_ids: Sequence[str], serving_engine: str = ""
 ) -> Calibration:
-    """Least-squares fit over the runs; stored as the next version for (chip, engine, dtype). The runs are
-    the planner's own trials unless `serving_engine` names the engine they were measured under."""
+    """A robust fit over the runs (planner/engine/calibration.py: noisy runs and outliers left out, the prior
+    weighed in); stored as the next version for (chip, engine, dtype), naming the runs it used. The runs are
+    the planner's own trials unless `serving_engine` names the engine they were measured under. NoisyRuns
+    (nothing stored) when every run was too noisy to learn from."""
     latest = Calibration.objects.select_for_update().filter(
         chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype
     ).aggregate(v=Max("version"))["v"]
@@ -47,7 +51,7 @@ def calibration_fit(
     factors = {name: getattr(fit.efficiency, name) for name in FACTORS}
     return Calibration.objects.create(
         chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype, version=version, **factors, run_count=fit.runs,
-        fitted_from=[str(r) for r in run_ids], residual_rms=fit.residual_rms_s,
+        fitted_from=[str(r) for i, r in enumerate(run_ids) if i not in {j for j, _ in fit.left_out}], residual_rms=fit.residual_rms_s,
     )  # fmt: skip
 
 

@@ -114,7 +114,7 @@ class PlanSimulationSerializer(SimulationWorkloadSerializer):
 # --- validated data -> the engine's dataclasses --------------------------------------------------
 
 
-def _nested_error(field: str, message: str, *, under: str | None = None) -> dict[str, Any]:
+def nested_error(field: str, message: str, *, under: str | None = None) -> dict[str, Any]:
     """"prompt.std_tokens" -> {"prompt": {"std_tokens": [message]}} (trace rows are reported by line elsewhere)."""
     parts = [p for p in ([under] if under else []) + field.split(".") if p]
     error: Any = [message]
@@ -130,9 +130,9 @@ def workload_from(data: dict[str, Any], *, trace: Trace | None = None, under: st
                if name in data}  # fmt: skip
     arrivals = Arrivals(**data["arrivals"]) if "arrivals" in data else None
     if trace is None and "requests" not in data:
-        raise serializers.ValidationError(_nested_error("requests", "Give how many requests to draw (or upload a trace).", under=under))
+        raise serializers.ValidationError(nested_error("requests", "Give how many requests to draw (or upload a trace).", under=under))
     if trace is not None and "requests" in data:
-        raise serializers.ValidationError(_nested_error("requests", "A trace fixes the requests; leave this out.", under=under))
+        raise serializers.ValidationError(nested_error("requests", "A trace fixes the requests; leave this out.", under=under))
     workload = SimulationWorkload(
         requests=data.get("requests", 0), arrivals=arrivals, prompt=lengths.get("prompt"), output=lengths.get("output"), trace=trace,
         shared_prefix_tokens=data.get("shared_prefix_tokens", 0), shared_prefix_fraction=data.get("shared_prefix_fraction", 0.0),
@@ -142,10 +142,10 @@ def workload_from(data: dict[str, Any], *, trace: Trace | None = None, under: st
         requests = workload.sample()  # microseconds for 20,000 requests: the exact work, before any is simulated
     except WorkloadError as exc:
         field = exc.field if exc.field != "trace" or trace is None else "arrivals"
-        raise serializers.ValidationError(_nested_error(field, str(exc).split(": ", 1)[-1], under=under)) from None
+        raise serializers.ValidationError(nested_error(field, str(exc).split(": ", 1)[-1], under=under)) from None
     tokens, limit = workload_tokens(workload, requests), settings.SIMULATION_MAX_TOKENS
     if tokens > limit:
-        raise serializers.ValidationError(_nested_error(
+        raise serializers.ValidationError(nested_error(
             "prompt" if trace is None else "requests", f"{tokens:,} prompt + output tokens in all; a simulation may carry at most {limit:,}", under=under,
         ))  # fmt: skip
     return workload
@@ -184,7 +184,7 @@ def check_lengths_fit(data: dict[str, Any], *, context_tokens: int, model_slug: 
 
     prompt, output = largest("prompt"), largest("output")
     if prompt is not None and output is not None and prompt + output - 1 > context_tokens:
-        raise serializers.ValidationError(_nested_error(
+        raise serializers.ValidationError(nested_error(
             "prompt", f"prompt + output - 1 = {prompt + output - 1:.0f} tokens can exceed {model_slug}'s context of {context_tokens}; "
                       f"bound them with max_tokens", under=under,
         ))  # fmt: skip

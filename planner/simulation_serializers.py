@@ -60,7 +60,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
         if trace is None:
             check_lengths_fit(workload, context_tokens=model.max_context_tokens, model_slug=model.slug)
         else:
-            self._check_trace_context(trace, model)
+            self.check_trace_context(trace, model)
         attrs["engine_workload"] = workload_from(workload, trace=Trace(arrival_s=trace.arrival_s, prompt_tokens=trace.prompt_tokens,
                                                                         output_tokens=trace.output_tokens) if trace else None)  # fmt: skip
         attrs["parsed_trace"] = trace
@@ -91,7 +91,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
             raise serializers.ValidationError({field: str(exc)}) from None
 
     @staticmethod
-    def _check_trace_context(trace, model) -> None:
+    def check_trace_context(trace, model) -> None:
         for line, prompt, output in zip(trace.lines, trace.prompt_tokens, trace.output_tokens):
             if prompt + output - 1 > model.max_context_tokens:
                 raise serializers.ValidationError({"trace": f"line {line}, column prompt_tokens: prompt + output - 1 = {prompt + output - 1} tokens "

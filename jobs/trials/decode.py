@@ -7,6 +7,7 @@ stall the host and, with it, the GPU).
 """
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,11 +26,13 @@ from jobs.trials.runtime import (
     random_prompt,
     resolve_device,
     resolve_dtype,
+    spread,
     summary,
     synchronize,
 )
 
 StepFn = Callable[[Transformer, Tensor, Tensor], Tensor]
+DEFAULT_REPETITIONS = 5  # timed repetitions after the warm-up (issue 14: a calibration learns only from steady runs)
 
 
 def prefill(model: Transformer, idx: Tensor, input_pos: Tensor) -> Tensor:
@@ -121,9 +124,15 @@ def run_decode_trial(
     max_layers: int | None = None,
     weights_path: str | None = None,
     seed: int = 0,
+    repetitions: int = DEFAULT_REPETITIONS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Measure TTFT and TPOT of `model_desc` (a catalog ModelArch dict or ModelConfig); see the module docstring.
+
+    After the warm-up, the prefill and the decode steps are timed `repetitions` times (the cache reset in
+    between): TTFT and TPOT are the medians over the repetitions (each repetition's TPOT the median of its
+    steps), and their spread, (max - min) / median over the repetitions, says how steady the machine was
+    (a calibration leaves out a run whose spread is too large).
 
     Returns a JSON-serialisable dict; MBU/MFU are None when the corresponding peak is None.
     """
@@ -165,21 +174,29 @@ def run_decode_trial(
         model.reset_caches()
         synchronize(dev)
 
-        progress(0.3, f"timing prefill of {prompt_tokens} tokens at batch {batch}")
-        pclock = Clock(dev, 2)
-        pclock.mark(0)
-        cur = prefill(model, prompt, prompt_pos)
-        pclock.mark(1)
-        synchronize(dev)
-        ttft = pclock.seconds(0, 1)
-
-        progress(0.4, f"timing {decode_steps} decode steps")
-        clock = Clock(dev, decode_steps + 1)
-        out = torch.empty(batch, decode_steps, dtype=torch.long, device=dev)
-        decode_n_tokens(model, cur, torch.tensor([prompt_tokens], device=dev), decode_steps, step, clock, out)
-        synchronize(dev)
-    step_times = [clock.seconds(i, i + 1) for i in range(decode_steps)]
-    decode_time = clock.seconds(0, decode_steps)
+        ttfts, rep_tpots, rep_decode_times = [], [], []
+        for rep in range(repetitions):
+            if rep:
+                model.reset_caches()
+                synchronize(dev)
+            progress(0.4 + 0.5 * rep / repetitions, f"repetition {rep + 1} of {repetitions}: prefill of {prompt_tokens} tokens at batch "
+                     f"{batch}, then {decode_steps} decode steps")  # fmt: skip
+            pclock = Clock(dev, 2)
+            pclock.mark(0)
+            cur = prefill(model, prompt, prompt_pos)
+            pclock.mark(1)
+            synchronize(dev)
+            ttfts.append(pclock.seconds(0, 1))
+            clock = Clock(dev, decode_steps + 1)
+            out = torch.empty(batch, decode_steps, dtype=torch.long, device=dev)
+            decode_n_tokens(model, cur, torch.tensor([prompt_tokens], device=dev), decode_steps, step, clock, out)
+            synchronize(dev)
+            times = [clock.seconds(i, i + 1) for i in range(decode_steps)]
+            rep_tpots.append(statistics.median(times))
+            rep_decode_times.append(clock.seconds(0, decode_steps))
+            step_times = times if rep == 0 else step_times + times
+    ttft = statistics.median(ttfts)
+    decode_time = statistics.median(rep_decode_times)
     progress(0.95, "computing metrics")
 
     bpe = torch.empty((), dtype=dt).element_size()
@@ -189,7 +206,7 @@ def run_decode_trial(
     step_bytes = decode_step_bytes(cfg, batch=batch, context=mean_ctx, bytes_per_el=bpe)
     step_flops = forward_flops(cfg, batch=batch, new_tokens=1, keys_per_token=mean_ctx)
     prefill_flops = forward_flops(cfg, batch=batch, new_tokens=prompt_tokens, keys_per_token=(prompt_tokens + 1) / 2)
-    tpot = summary(step_times)
+    tpot = {**summary(step_times), "median": statistics.median(rep_tpots)}  # the median repetition; p90, min, max over every step
     achieved_bw = step_bytes["total"] / tpot["median"]
     achieved_flops = step_flops / tpot["median"]
     kv_bytes_per_token = step_bytes["kv_write"] / batch
@@ -208,7 +225,12 @@ def run_decode_trial(
         "compile_used": compile_info["used"],
         "cuda_graphs_used": compile_info["cuda_graphs"],
         **pm.info,
+        "repetitions": repetitions,
         "ttft_s": ttft,
+        "ttft_s_repetitions": ttfts,
+        "ttft_spread": spread(ttfts),
+        "tpot_s_repetitions": rep_tpots,
+        "tpot_spread": spread(rep_tpots),
         "prefill_tokens_per_s": batch * prompt_tokens / ttft,
         "prefill_flops": prefill_flops,
         "prefill_bytes": prefill_bytes,

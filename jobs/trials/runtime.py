@@ -102,6 +102,12 @@ def percentile(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+def spread(values: list[float]) -> float:
+    """(max - min) / median: 0 for one value or a perfectly steady machine."""
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if len(values) > 1 and middle > 0 else 0.0
+
+
 def summary(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "p90": percentile(values, 0.9), "mean": statistics.fmean(values),
             "min": min(values), "max": max(values)}

@@ -1,10 +1,17 @@
-"""Fit efficiency factors to measured runs (least squares), replacing spec defaults.
+"""Fit efficiency factors to measured runs, replacing spec defaults only as far as the evidence goes.
 
-The roofline time of a memory-bound decode step is bytes / (eta_m * BW) + overhead; over
-runs with different bytes per step, TPOT = a * bytes + overhead is a straight line, so
-ordinary least squares gives both a (hence eta_m = 1 / (a * BW)) and the per-step overhead.
-With runs of a single size the two cannot be separated: the overhead keeps its prior and
-only eta_m is fitted. A compute-bound prefill gives eta_c = FLOPs / ((TTFT - overhead) * peak).
+The roofline time of a memory-bound decode step is bytes / (eta_m * BW) + overhead; over runs with
+different bytes per step, TPOT = a * bytes + overhead is a straight line: a robust line (Theil-Sen: the
+median of the pairwise slopes) gives a (hence eta_m = 1 / (a * BW)) and the per-step overhead. With runs
+of a single size the two cannot be separated: the overhead keeps its prior and only eta_m is fitted. A
+compute-bound prefill gives eta_c = FLOPs / ((TTFT - overhead) * peak).
+
+Only good evidence counts (issue 14): a run whose timed repetitions spread by more than MAX_RUN_SPREAD of
+their median measured a busy machine and is left out; with three or more runs, one whose implied eta_m
+lies more than OUTLIER_SDS robust deviations from the others' median is left out too; and the fitted
+eta_m is the prior and the runs combined in log space, each weighted by the inverse of its variance (the
+prior's from the spec defaults' cross-validated TPOT errors, a run's from its spread, never below
+RUN_NOISE_FLOOR), so one run moves the factor most of the way and a noisy one much less.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.stats import theilslopes
 
 from .efficiency import Efficiency
 
@@ -30,34 +38,72 @@ class Observation:
     ttft_s: float
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
+    tpot_spread: float = 0.0  # (max - min) / median of the run's timed repetitions; 0: one repetition or unknown
+    ttft_spread: float = 0.0
+
+
+# A run whose repetitions differ by more than a quarter of their median was measured on a busy machine.
+MAX_RUN_SPREAD = 0.25
+# Runs on one machine differ from one run to the next by about this much (log-sd) even when each run's own
+# repetitions agree (a shared CPU's other tenants, clocks, caches): a run never weighs more than this allows.
+RUN_NOISE_FLOOR = 0.1
+# The spec defaults' TPOT errors: their cross-validated 80% band is [-0.31, +0.77] in log ratio
+# (planner/data/error_bands.json, tpot_s, spec defaults over 2,633 silicon rows), a log-sd of about 0.42.
+PRIOR_LOG_SIGMA = 0.42
+OUTLIER_SDS = 3.0
+
+
+class NoisyRuns(ValueError):
+    """Every run was left out as noisy: the calibration keeps what it had."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Fit:
     efficiency: Efficiency
     residual_rms_s: float
-    runs: int
+    runs: int  # runs the fit used
     separated_overhead: bool  # True when bytes varied enough to fit the overhead too
+    left_out: tuple[tuple[int, str], ...] = ()  # (index into the observations, why)
 
 
 def _clip(value: float) -> float:
     return float(min(max(value, MIN_FRACTION), 1.0))
 
 
-def _fit_decode(obs: Sequence[Observation], prior_overhead_s: float) -> tuple[float, float, float, bool]:
-    """(eta_m, overhead_s, residual_rms_s, separated)."""
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(slope, intercept): Theil-Sen for three or more points, the line through two."""
+    if len(x) >= 3:
+        slope, intercept, _, _ = theilslopes(y, x)
+        return float(slope), float(intercept)
+    slope = float((y[1] - y[0]) / (x[1] - x[0]))
+    return slope, float(y[0] - slope * x[0])
+
+
+def _fit_decode(obs: Sequence[Observation], prior: Efficiency) -> tuple[float, float, float, bool, list[int]]:
+    """(eta_m, overhead_s, residual_rms_s, separated, indices of outliers left out)."""
     x = np.array([o.decode_bytes / o.bandwidth_bytes_per_s for o in obs])  # seconds at eta_m = 1
     y = np.array([o.tpot_s for o in obs])
     separated = len(np.unique(np.round(x, 12))) >= 2 and np.ptp(x) > 0.1 * np.mean(x)
+    overhead = min(prior.step_overhead_s, 0.5 * float(y.min()))
     if separated:
-        (slope, overhead), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1), y, rcond=None)
-        if overhead < 0 or slope <= 0:
-            overhead, slope = 0.0, float(np.dot(x, y) / np.dot(x, x))
-    else:
-        overhead = min(prior_overhead_s, 0.5 * float(y.min()))
-        slope = float(np.mean((y - overhead) / x))
-    residual = y - (slope * x + overhead)
-    return _clip(1.0 / slope), float(overhead), float(np.sqrt(np.mean(residual**2))), bool(separated)
+        slope, intercept = _line(x, y)
+        if intercept >= 0 and slope > 0:
+            overhead = intercept
+        else:
+            separated = False
+    implied = np.log(np.clip(x / np.maximum(y - overhead, 1e-12), MIN_FRACTION, None))  # each run's own log eta_m
+    keep = np.ones(len(obs), dtype=bool)
+    if len(obs) >= 3:
+        centre = np.median(implied)
+        sd = max(1.4826 * float(np.median(np.abs(implied - centre))), RUN_NOISE_FLOOR)
+        keep = np.abs(implied - centre) <= OUTLIER_SDS * sd
+    sigma = np.maximum(np.array([o.tpot_spread for o in obs]), RUN_NOISE_FLOOR)
+    weights = np.where(keep, 1.0 / sigma**2, 0.0)
+    prior_weight = 1.0 / PRIOR_LOG_SIGMA**2
+    log_eta = (prior_weight * np.log(prior.bandwidth_fraction) + float(np.dot(weights, implied))) / (prior_weight + float(weights.sum()))
+    eta_m = _clip(float(np.exp(log_eta)))
+    residual = (y - (x / eta_m + overhead))[keep]
+    return eta_m, float(overhead), float(np.sqrt(np.mean(residual**2))), bool(separated), [int(i) for i in np.flatnonzero(~keep)]
 
 
 def _fit_compute(obs: Sequence[Observation], overhead_s: float, prior: float) -> float:
@@ -73,7 +119,15 @@ def _fit_compute(obs: Sequence[Observation], overhead_s: float, prior: float) ->
 def fit_efficiency(observations: Sequence[Observation], prior: Efficiency, *, source: str) -> Fit:
     if not observations:
         raise ValueError("a calibration needs at least one measured run")
-    eta_m, overhead, rms, separated = _fit_decode(observations, prior.step_overhead_s)
-    eta_c = _fit_compute(observations, overhead, prior.compute_fraction)
+    steady = [i for i, o in enumerate(observations) if o.tpot_spread <= MAX_RUN_SPREAD]
+    left_out = [(i, f"its repetitions spread {o.tpot_spread:.0%} (over {MAX_RUN_SPREAD:.0%})") for i, o in enumerate(observations)
+                if o.tpot_spread > MAX_RUN_SPREAD]  # fmt: skip
+    if not steady:
+        raise NoisyRuns(f"every run's timed repetitions spread more than {MAX_RUN_SPREAD:.0%}: a busy machine; measure again on a quiet one")
+    used = [observations[i] for i in steady]
+    eta_m, overhead, rms, separated, outliers = _fit_decode(used, prior)
+    left_out += [(steady[i], "an outlier among the runs") for i in outliers]
+    kept = [o for i, o in enumerate(used) if i not in set(outliers)]
+    eta_c = _fit_compute(kept, overhead, prior.compute_fraction)
     fitted = replace(prior, compute_fraction=eta_c, bandwidth_fraction=eta_m, step_overhead_s=overhead, source=source)
-    return Fit(efficiency=fitted, residual_rms_s=rms, runs=len(observations), separated_overhead=separated)
+    return Fit(efficiency=fitted, residual_rms_s=rms, runs=len(kept), separated_overhead=separated, left_out=tuple(sorted(left_out)))

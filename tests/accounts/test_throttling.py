@@ -81,6 +81,9 @@ def test_plan_searches_have_a_tighter_rate_than_the_rest(catalog, token_client, 
     assert "2/min for POST /api/v1/plans/" in refused.json()["detail"]
     assert token_client.get("/api/v1/plans/").status_code == 200  # reads of plans are not plan searches
     assert token_client.post("/api/v1/estimates/", {}, format="json").status_code == 400
+    # fleet plans and simulations are searches too: they draw on the same budget
+    assert token_client.post("/api/v1/fleets/", {}, format="json").status_code == 429
+    assert token_client.post("/api/v1/simulations/", {}, format="json").status_code == 429
 
 
 def test_a_rate_lowered_below_a_clients_history_still_says_when_to_retry(db, anonymous_client, throttle_rates):

@@ -83,3 +83,12 @@ def test_plan_compare_with_unknown_or_missing_ids_is_a_clear_error(client, chat_
     response = client.get("/plans/compare/")
     assert response.status_code == 400 and "missing" in response.content.decode()
     assert client.get(f"/plans/compare/?a={chat_plan.id}&b=junk").status_code == 404
+
+
+def test_a_validation_card_says_how_steady_its_repetitions_were():
+    from frontend.views import _repetitions_note
+
+    assert _repetitions_note({"repetitions": 5, "tpot_spread": 0.04, "ttft_spread": 0.1}) == (
+        "Medians of 5 timed repetitions after the warm-up; TPOT spread 4.0%, TTFT spread 10.0%.")
+    assert "too noisy" in _repetitions_note({"repetitions": 5, "tpot_spread": 0.4, "ttft_spread": 0.1})
+    assert _repetitions_note({"tpot_s": 0.1}) == ""  # a run from before repetitions were timed says nothing

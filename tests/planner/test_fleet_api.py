@@ -194,3 +194,37 @@ def test_a_chip_can_be_rented_only_or_owned_only(catalog, token_client):
     owned = post(token_client, body, limits={"chips": {"nvidia-h100-sxm": {"ownership": "own"}, "nvidia-b200": {"ownership": "own"}}})
     assert owned.status_code == 201, owned.json()
     assert {row["ownership"] for row in owned.json()["results"]["allocation"]} == {"own"}
+
+
+def test_a_class_given_as_length_histograms_is_planned_at_their_means(catalog, token_client):
+    chat = {**CHAT}
+    del chat["prompt_tokens"], chat["output_tokens"]
+    chat["prompt"] = {"kind": "histogram", "bin_edges_tokens": [0, 1000, 3000], "bin_weights": [3, 1]}  # mean 375 + 500 = 875
+    chat["output"] = {"kind": "fixed", "tokens": 200}
+    response = post(token_client, {**BODY, "classes": [chat]})
+    assert response.status_code == 201, response.json()
+    (row,) = response.json()["results"]["classes"]
+    assert (row["prompt_tokens"], row["output_tokens"]) == (875, 200)
+    assert response.json()["inputs"]["classes"][0]["prompt"]["bin_weights"] == [3.0, 1.0]  # the request as given is kept
+    both = post(token_client, {**BODY, "classes": [{**chat, "prompt_tokens": 500}]})
+    assert both.status_code == 400 and "prompt_tokens" in str(both.json())
+    bad = post(token_client, {**BODY, "classes": [{**chat, "prompt": {"kind": "histogram", "bin_edges_tokens": [5, 1], "bin_weights": [1]}}]})
+    assert bad.status_code == 400 and "bin_edges_tokens" in str(bad.json())
+
+
+def test_a_trace_is_split_into_classes_by_prompt_length_at_its_own_rate(catalog, token_client):
+    rows = ["arrival_s,prompt_tokens,output_tokens"] + [f"{i * 0.5},{200 if i % 2 else 4000},{100 if i % 2 else 300}" for i in range(21)]
+    body = {**BODY, "classes": [], "trace": "\n".join(rows), "trace_classes": 2, "trace_slos": {"ttft_slo_s": 3.0, "tpot_slo_s": 0.08}}
+    response = post(token_client, body)
+    assert response.status_code == 201, response.json()
+    classes = response.json()["results"]["classes"]
+    assert [c["name"] for c in classes] == ["trace 1 (prompt <= 200)", "trace 2 (prompt <= 4000)"]
+    short, long_ = classes
+    # 21 requests over 10 s: the 10 short ones at 1.0 request/s, the 11 long ones at 1.1
+    assert (short["requests_per_s"], long_["requests_per_s"]) == (pytest.approx(1.0), pytest.approx(1.1))
+    assert (short["prompt_tokens"], short["output_tokens"], long_["prompt_tokens"], long_["output_tokens"]) == (200, 100, 4000, 300)
+    assert short["ttft_slo_s"] == 3.0 and long_["tpot_slo_s"] == 0.08
+    stored = response.json()["inputs"]
+    assert "trace" not in stored and len(stored["classes"]) == 2  # stored as the classes it gave
+    assert post(token_client, {**BODY, "classes": [], "trace": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n"}).status_code == 400
+    assert "trace" in post(token_client, {**BODY, "trace": "arrival_s,prompt_tokens\n0,10\n"}).json()

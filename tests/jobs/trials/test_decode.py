@@ -26,6 +26,15 @@ def test_the_decode_trial_reports_plausible_metrics():
     json.dumps(r)  # a Celery result must serialise
 
 
+def test_the_trial_times_five_repetitions_after_the_warm_up_and_reports_their_median_and_spread():
+    r = run_decode_trial(KINDS["dense_gqa"], **FAST)
+    assert r["repetitions"] == 5 and len(r["tpot_s_repetitions"]) == len(r["ttft_s_repetitions"]) == 5
+    reps = sorted(r["tpot_s_repetitions"])
+    assert r["tpot_s"] == reps[2] and r["ttft_s"] == sorted(r["ttft_s_repetitions"])[2]
+    assert r["tpot_spread"] == (reps[-1] - reps[0]) / reps[2] >= 0
+    assert run_decode_trial(KINDS["dense_gqa"], repetitions=1, **FAST)["tpot_spread"] == 0.0
+
+
 def test_mbu_and_mfu_are_null_without_peaks():
     r = run_decode_trial(KINDS["mqa"], **FAST)
     assert r["mbu"] is None and r["mfu"] is None
