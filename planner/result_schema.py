@@ -44,6 +44,20 @@ PLAN_ROW_FIELDS: tuple[ResultField, ...] = (
                 description="80% prediction intervals {figure: {low, high, basis}} from held-out errors of comparable predictions"),
 )  # fmt: skip
 
+# Added to each ranked row of a plan with percentile SLOs (planner/simulation_services.py: its top rows
+# simulated and re-ranked); a plan without them has none of these.
+SIMULATION_ROW_FIELDS: tuple[ResultField, ...] = (
+    ResultField(name="ranking_stage", kind="str", unit="", per_candidate=False, nullable=True, csv="ranking_stage",
+                description="simulated (re-ranked by its simulation) or analytical (not simulated); absent without percentile SLOs"),
+    ResultField(name="analytical_rank", kind="int", unit="", per_candidate=False, nullable=True, csv="analytical_rank",
+                description="the row's rank before the simulation stage re-ranked the plan"),
+    ResultField(name="simulated_usd_per_million_output_tokens", kind="float", unit="USD", per_candidate=False, nullable=True,
+                csv="simulated_usd_per_million_output_tokens",
+                description="the configuration's $/hour over the output tokens/s it served in its simulation at the plan's load"),
+    ResultField(name="simulation", kind="object", unit="", per_candidate=False, nullable=True,
+                description="its simulation: percentiles of TTFT, TPOT and end-to-end latency, goodput, SLO checks (null past top_n)"),
+)  # fmt: skip
+
 _JSON_TYPES = {"float": "number", "int": "integer", "str": "string", "bool": "boolean"}
 
 
@@ -105,7 +119,7 @@ def estimate_response_schema() -> dict[str, Any]:
 
 
 def plan_row_schema() -> dict[str, Any]:
-    return estimate_schema(extra=PLAN_ROW_FIELDS)
+    return estimate_schema(extra=PLAN_ROW_FIELDS + SIMULATION_ROW_FIELDS)
 
 
 def plan_results_schema() -> dict[str, Any]:
@@ -123,13 +137,15 @@ def plan_results_schema() -> dict[str, Any]:
             "search_seconds": {"type": "number", "nullable": True},
             "candidates_per_s": {"type": "number", "nullable": True},
             "efficiency_sources": {"type": "array", "items": {"type": "string"}},
+            "simulation": {"type": "object", "additionalProperties": True, "nullable": True,
+                           "description": "the simulation stage, with percentile SLOs: mode, counts, basis, timings (docs/api.md#simulations)"},
         },
     }  # fmt: skip
 
 
 def csv_columns() -> list[ResultField]:
     """Columns of a plan's CSV export, in declaration order."""
-    return [f for f in RESULT_FIELDS + PLAN_ROW_FIELDS if f.csv]
+    return [f for f in RESULT_FIELDS + PLAN_ROW_FIELDS + SIMULATION_ROW_FIELDS if f.csv]
 
 
 def table_columns() -> list[ResultField]:

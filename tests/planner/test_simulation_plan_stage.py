@@ -3,6 +3,8 @@ plan's load and re-ranked by simulated cost per token at the SLOs, each row sayi
 decided its place; a big stage runs as one worker task per candidate (planner/simulation_services.py)."""
 from __future__ import annotations
 
+import csv
+import io
 from datetime import timedelta
 
 import pytest
@@ -47,6 +49,10 @@ def test_a_plan_with_percentile_slos_re_ranks_its_top_candidates_by_simulated_co
     later = [r for r in plan["results"]["ranked"] if r["analytical_rank"] > 6]
     assert all(r["ranking_stage"] == "analytical" and r["simulation"] is None for r in later)
     assert stage["best_simulated_usd_per_million_output_tokens"] == (costs[0] if costs else None)
+    # the CSV export carries the stage's columns, declared with the rest (planner/result_schema.py)
+    rows = list(csv.DictReader(io.StringIO(token_client.get(f"/api/v1/plans/{plan['id']}/export.csv").content.decode())))
+    assert [r["ranking_stage"] for r in rows] == [r["ranking_stage"] for r in plan["results"]["ranked"]]
+    assert rows[0]["analytical_rank"] == str(plan["results"]["ranked"][0]["analytical_rank"])
 
 
 def test_the_plan_load_defaults_to_its_workload_when_no_simulation_is_given(catalog, token_client, django_capture_on_commit_callbacks):
