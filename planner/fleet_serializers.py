@@ -165,6 +165,8 @@ class FleetInputSerializer(StrictSerializer):
     horizon = HorizonSerializer(required=False)
     target_utilisation = serializers.FloatField(min_value=0.05, max_value=1.0, default=DEFAULT_TARGET_UTILISATION,
                                                 help_text="Share of a replica's capacity the fleet loads it to.")  # fmt: skip
+    simulate = serializers.BooleanField(default=False, help_text="Check each chosen configuration (at most 20) in the serving simulator: one replica "
+                                                                "at its share of its class's peak rate, p95 TTFT and TPOT against the SLOs.")  # fmt: skip
     serving_engine = serializers.ChoiceField(choices=serving_engines(), required=False,
                                              help_text=SERVING_ENGINE_HELP + " A fleet naming one uses NVIDIA GPUs only.")  # fmt: skip
 

@@ -10,12 +10,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.ownership import ensure_may_manage
 from planner import catalog_specs
+from planner.engine import Deployment
 from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.fleet import (
     Candidate,
@@ -43,6 +45,9 @@ FLEET_MAX_ATTEMPTS = 2
 FLEET_STALE_AFTER_S = 60.0
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 SOLVER = "HiGHS (scipy.optimize.milp)"
+# `simulate`: at most this many chosen configurations are checked, each with this many simulated requests.
+FLEET_CHECK_MAX_ROWS = 20
+FLEET_CHECK_REQUESTS = 1000
 # The limit groups of the program, as the request names them.
 LIMIT_FIELDS = {"power": "wall_kw_max", "racks": "racks_max", "supply": "chips", "minimum": "chips"}
 
@@ -64,6 +69,7 @@ class PreparedFleet:
     target_utilisation: float
     candidates: int  # configurations over all classes
     chip_ownership: dict[str, str] = dataclasses.field(default_factory=dict)  # chip slug -> rent, own (absent: either)
+    simulate: bool = False  # check each chosen configuration in the serving simulator
 
 
 def _classes(data: dict[str, Any]) -> tuple[RequestClass, ...]:
@@ -117,7 +123,7 @@ def fleet_prepare(*, data: dict[str, Any]) -> PreparedFleet:
                            "hourly_shape, fewer classes or chips.", field="horizon")  # fmt: skip
     chip_ownership = {slug: v["ownership"] for slug, v in (data["limits"].get("chips") or {}).items() if v.get("ownership", "any") != "any"}
     return PreparedFleet(search=search, classes=classes, limits=_limits(data), horizon=horizon, target_utilisation=data["target_utilisation"],
-                         candidates=total, chip_ownership=chip_ownership)  # fmt: skip
+                         candidates=total, chip_ownership=chip_ownership, simulate=data.get("simulate", False))  # fmt: skip
 
 
 def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
@@ -206,7 +212,7 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
             class_usd[c.class_index][t] += usd
             per_month.append(usd)
         allocation.append({
-            **dict(c.detail), "class": classes[c.class_index].name, "chip_slug": c.chip_slug, "configuration": c.label, "offering": c.offering_slug,
+            **dict(c.detail), "candidate": a.candidate, "class": classes[c.class_index].name, "chip_slug": c.chip_slug, "configuration": c.label, "offering": c.offering_slug,
             "provider": providers.get(c.offering_slug), "pricing_model": c.pricing_model, "ownership": "own" if c.owned else "rent",
             "chips_per_replica": c.chips, "billed_chips_per_replica": c.billed_chips, "requests_per_s_per_replica": c.requests_per_s,
             "requests_per_s_per_replica_low": c.requests_per_s_low, "usd_per_hour_per_replica": c.usd_per_hour, "wall_kw_per_replica": c.wall_kw,
@@ -275,6 +281,57 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
     })  # fmt: skip
 
 
+def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], result: FleetResult) -> dict[int, dict[str, Any]]:
+    """Each chosen configuration (at most FLEET_CHECK_MAX_ROWS) simulated as one replica at its share of its
+    class's peak rate in the first month (Poisson arrivals, FLEET_CHECK_REQUESTS requests, the class's
+    lengths, its batch as max_num_seqs): p95 TTFT and TPOT against the class's SLOs (docs/simulation.md).
+    A check, not a re-plan: the capacity the program used is the planner's estimate."""
+    from planner.engine.simulation import SchedulerOptions, SimulationWorkload, Slos
+    from planner.engine.simulation.workload import Arrivals, Lengths
+    from planner.simulation_services import Setup, SimulationRefused, _run, percentile_checks
+
+    search, horizon = prepared.search, prepared.horizon
+    specs = {s.slug: s for s in search.specs}
+    checks: dict[int, dict[str, Any]] = {}
+    for a in result.solution.allocations[:FLEET_CHECK_MAX_ROWS]:
+        c, replicas = candidates[a.candidate], a.peak(0)
+        rc = prepared.classes[c.class_index]
+        rate = rc.requests_per_s * horizon.growth[0] * max(horizon.shape)
+        peers = sum(b.peak(0) * candidates[b.candidate].requests_per_s for b in result.solution.allocations
+                    if candidates[b.candidate].class_index == c.class_index)  # fmt: skip
+        if not replicas or not peers or rate <= 0:
+            continue
+        share = rate * c.requests_per_s / peers  # the class's rate split by capacity
+        d = c.detail
+        slo_percentiles = {k: {"p": 95, "s": v} for k, v in (("ttft", rc.ttft_slo_s), ("tpot", rc.tpot_slo_s)) if v}
+        try:
+            if d["pipeline_parallel"] != 1 or d["attention_data_parallel"] != 1:
+                raise SimulationRefused("the simulator models one pipeline stage and one KV cache per replica")
+            deployment = Deployment(chip=specs[d["chip_variant"]], chip_count=c.chips, tensor_parallel=d["tensor_parallel"], weight_dtype=d["weight_dtype"],
+                                    kv_dtype=d["kv_dtype"], decoding=search.options.decodings[0])  # fmt: skip
+            setup = Setup(model=catalog_specs.model_spec(search.model), deployment=deployment, efficiency=search.options.efficiency,
+                          calibration=search.options.calibration, usd_per_hour=c.usd_per_hour, offering=c.offering_slug, chip_kind="")  # fmt: skip
+            workload = SimulationWorkload(requests=FLEET_CHECK_REQUESTS, arrivals=Arrivals.poisson(share), prompt=Lengths.fixed(rc.prompt_tokens),
+                                          output=Lengths.fixed(rc.output_tokens), seed=1)  # fmt: skip
+            slos = Slos(ttft_s=rc.ttft_slo_s, tpot_s=rc.tpot_slo_s)
+            sim, _ = _run(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=int(d["batch"])))
+        except SimulationRefused as exc:
+            checks[a.candidate] = {"error": str(exc)}
+            continue
+        _, meets, misses = percentile_checks(sim, slo_percentiles)
+        checks[a.candidate] = json_safe({
+            "requests_per_s": share, "ttft_p95_s": _p95(sim.ttft_s), "tpot_p95_s": _p95(sim.tpot_s), "overloaded": sim.overloaded,
+            "meets_slos": meets, "misses": misses,
+        })  # fmt: skip
+    return checks
+
+
+def _p95(values) -> float | None:
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(np.percentile(finite, 95)) if len(finite) else None
+
+
 def _peak_kw(s, candidates: list[Candidate], prepared: PreparedFleet) -> list[float]:
     """Per month: the fleet's peak draw at the wall over the day, every replica counted."""
     out = []
@@ -301,6 +358,12 @@ def fleet_compute(prepared: PreparedFleet, *, on_progress: Callable[[int, int], 
     result = fleet_plan(prepared.classes, candidates, prepared.limits, prepared.horizon, time_limit_s=settings.FLEET_SOLVE_TIME_LIMIT_S)
     providers = {o.slug: o.provider for o in prepared.search.offerings}
     results = result_json(prepared, candidates, result, counts, candidate_seconds=candidate_seconds, providers=providers)
+    if prepared.simulate and result.solution.solved:
+        started = time.perf_counter()
+        checks = _simulation_checks(prepared, candidates, result)
+        for row in results["allocation"]:
+            row["simulation"] = checks.get(row["candidate"])
+        results["simulation_seconds"] = time.perf_counter() - started
     if not result.solution.solved:
         results["error_field"], results["error"] = _infeasible_message(result, prepared.limits)
     return {

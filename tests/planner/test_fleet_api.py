@@ -228,3 +228,17 @@ def test_a_trace_is_split_into_classes_by_prompt_length_at_its_own_rate(catalog,
     assert "trace" not in stored and len(stored["classes"]) == 2  # stored as the classes it gave
     assert post(token_client, {**BODY, "classes": [], "trace": "arrival_s,prompt_tokens,output_tokens\n0,10,10\n"}).status_code == 400
     assert "trace" in post(token_client, {**BODY, "trace": "arrival_s,prompt_tokens\n0,10\n"}).json()
+
+
+def test_simulate_checks_each_chosen_configuration_at_its_share_of_the_rate(catalog, token_client):
+    results = post(token_client, BODY, simulate=True).json()["results"]
+    assert results["simulation_seconds"] > 0
+    for row in results["allocation"]:
+        sim = row["simulation"]
+        assert sim is not None
+        if "error" in sim:
+            assert "pipeline" in sim["error"] or "KV" in sim["error"]
+            continue
+        assert 0 < sim["requests_per_s"] <= row["requests_per_s_per_replica"] * row["replicas"][0] / 0.85 * (1 + 1e-9)
+        assert sim["ttft_p95_s"] > 0 and sim["meets_slos"] == (not sim["misses"])
+    assert "simulation" not in post(token_client, BODY).json()["results"]["allocation"][0]

@@ -161,7 +161,7 @@ def _candidate(results, row: int, chip: ChipSpec, offering: OfferingSpec, table,
         label=f"{chips} x {chip.slug} {layout} {estimate.weight_dtype} batch {estimate.batch}",
         detail={
             "chip_variant": chip.slug, "tensor_parallel": estimate.tensor_parallel, "pipeline_parallel": estimate.pipeline_parallel,
-            "data_parallel_replicas": estimate.replicas, "weight_dtype": estimate.weight_dtype, "kv_dtype": estimate.kv_dtype, "batch": estimate.batch,
+            "data_parallel_replicas": estimate.replicas, "attention_data_parallel": estimate.attention_data_parallel, "weight_dtype": estimate.weight_dtype, "kv_dtype": estimate.kv_dtype, "batch": estimate.batch,
             "ttft_s": estimate.ttft_s, "tpot_s": estimate.tpot_s, "output_tokens_per_s_total": estimate.output_tokens_per_s_total,
             "power_w_per_chip": estimate.power_w_per_chip,
         },
