@@ -199,34 +199,6 @@ LIMIT_UNITS = {"power": "kW", "racks": "racks", "supply": "chips", "minimum": "c
 LIMIT_NAMES = {"power": "Power at the wall", "racks": "Racks", "supply": "Supply of", "minimum": "Minimum of"}
 
 
-def peak_replicas(row: Mapping[str, Any]) -> list[int]:
-    """Per month: the replicas an allocation row runs at the day's peak (committed all month, plus its
-    hourly replicas at their busiest slot)."""
-    committed = list(row.get("committed_replicas") or [])
-    hourly = list(row.get("hourly_replicas") or [])
-    months = max(len(committed), len(hourly))
-    return [(committed[t] if t < len(committed) else 0) + (max(hourly[t]) if t < len(hourly) and hourly[t] else 0) for t in range(months)]
-
-
-def fleet_peak_per_month(allocation: list[Mapping[str, Any]], months: int, *, per_replica: str | None = None) -> list[float]:
-    """Per month: the whole fleet's replicas (or, with per_replica="chips_per_replica", its chips) at the
-    day's busiest slot, all rows counted in the same slot."""
-    out = []
-    for t in range(months):
-        slots = max((len(row["hourly_replicas"][t]) for row in allocation if t < len(row.get("hourly_replicas") or [])), default=1)
-        totals = [0.0] * slots
-        for row in allocation:
-            weight = float(row.get(per_replica) or 0) if per_replica else 1.0
-            committed = (row.get("committed_replicas") or [])
-            hourly = (row.get("hourly_replicas") or [])
-            for h in range(slots):
-                base = committed[t] if t < len(committed) else 0
-                extra = hourly[t][h] if t < len(hourly) and h < len(hourly[t]) else 0
-                totals[h] += weight * (base + extra)
-        out.append(max(totals))
-    return out
-
-
 def nice_axis(top: float, ticks: int = 4, *, whole: bool = False) -> list[float]:
     """Round tick values from 0 to at least `top` (steps of 1, 2, 2.5 or 5 x 10^k; whole numbers only
     for counts such as replicas)."""
@@ -310,7 +282,7 @@ def fleet_class_chip_chart(allocation: list[Mapping[str, Any]], *, measure: str,
     chips = list(dict.fromkeys(row["chip_slug"] for row in allocation))
     values = {chip: [0.0] * len(classes) for chip in chips}
     for row in allocation:
-        per_month = (row.get("usd_per_month") or []) if measure == "usd" else peak_replicas(row)
+        per_month = (row.get("usd_per_month") or []) if measure == "usd" else (row.get("replicas") or [])
         if month < len(per_month):
             values[row["chip_slug"]][classes.index(row["class"])] += float(per_month[month])
     series = [(chip, values[chip]) for chip in chips]
@@ -359,7 +331,7 @@ def fleet_view(results: Mapping[str, Any]) -> dict[str, Any]:
     months = int((results.get("horizon") or {}).get("months") or len(results.get("usd_per_month") or []) or 1)
     rows = []
     for row in allocation:
-        replicas = peak_replicas(row)
+        replicas = list(row.get("replicas") or [])  # per month, at the day's peak
         rows.append({**row, "peak_replicas": replicas, "first_replicas": replicas[0] if replicas else 0,
                      "first_usd_per_month": (row.get("usd_per_month") or [None])[0], "hourly": bool(row.get("hourly_replicas")),
                      "replica_range": f"{min(replicas)}–{max(replicas)}" if replicas and min(replicas) != max(replicas) else ""})  # fmt: skip
@@ -369,15 +341,15 @@ def fleet_view(results: Mapping[str, Any]) -> dict[str, Any]:
     peak_kw = list(results.get("peak_wall_kw") or [])
     idle = list(results.get("idle_owned_usd_per_month") or [])
     classes = list(results.get("classes") or [])
-    replicas_per_month = fleet_peak_per_month(allocation, months)
-    chips_per_month = fleet_peak_per_month(allocation, months, per_replica="chips_per_replica")
+    replicas_per_month = list(results.get("replicas_per_month") or [])  # the whole fleet at the day's busiest slot
+    chips_per_month = list(results.get("chips_per_month") or [])
 
     def at(values: list, t: int):
         return values[t] if t < len(values) else None
 
     month_rows = [{
         "month": t + 1, "growth": at(growth, t), "usd_per_month": at(usd, t), "pessimistic_usd_per_month": at(pessimistic, t),
-        "replicas": replicas_per_month[t], "chips": chips_per_month[t], "peak_wall_kw": at(peak_kw, t), "idle_owned_usd_per_month": at(idle, t),
+        "replicas": at(replicas_per_month, t), "chips": at(chips_per_month, t), "peak_wall_kw": at(peak_kw, t), "idle_owned_usd_per_month": at(idle, t),
         "class_usd": [at(c.get("usd_per_month") or [], t) for c in classes],
     } for t in range(months)]  # fmt: skip
     limits = [{**limit, "label": limit_label(limit["group"])[0], "unit": limit_label(limit["group"])[1]} for limit in results.get("limits") or []]

@@ -9,8 +9,10 @@ from django.db.models import Max
 
 from hwcatalog.models import Chip
 from planner import catalog_specs
-from planner.engine.calibration import Observation, fit_efficiency
+from planner.services import error_bands
+from planner.engine.calibration import PRIOR_LOG_SIGMA, Observation, fit_efficiency, log_sigma_of_80_interval
 from planner.engine.efficiency import FACTORS, default_efficiency
+from planner.engine.uncertainty import interval
 from planner.models import Calibration
 
 
@@ -46,13 +48,21 @@ def calibration_fit(
     ).aggregate(v=Max("version"))["v"]
     version = (latest or 0) + 1
     prior = default_efficiency(catalog_specs.chip_spec(chip), weight_dtype)
-    fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)")
+    fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)", prior_log_sigma=prior_log_sigma())
     # Every factor is stored, fitted or kept from the prior: a calibration never drops one.
     factors = {name: getattr(fit.efficiency, name) for name in FACTORS}
     return Calibration.objects.create(
         chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype, version=version, **factors, run_count=fit.runs,
         fitted_from=[str(r) for i, r in enumerate(run_ids) if i not in {j for j, _ in fit.left_out}], residual_rms=fit.residual_rms_s,
     )  # fmt: skip
+
+
+def prior_log_sigma() -> float:
+    """How far the spec defaults are trusted: the log-sd of their cross-validated TPOT band over every chip
+    and engine (planner/data/error_bands.json, refitted by `manage.py accuracy --bands-out`), or the
+    engine's default where the file has none."""
+    band = interval(1.0, "tpot_s", chip_kind="*", engine="*", bands=error_bands())
+    return log_sigma_of_80_interval(band.low, band.high) if band is not None and band.high > band.low else PRIOR_LOG_SIGMA
 
 
 @transaction.atomic

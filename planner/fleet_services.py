@@ -18,7 +18,7 @@ from django.utils import timezone
 from accounts.ownership import ensure_may_manage
 from planner import catalog_specs
 from planner.engine import Deployment
-from planner.engine.cost import HOURS_PER_MONTH
+from planner.engine.fleet import report
 from planner.engine.fleet import (
     Candidate,
     FleetResult,
@@ -33,7 +33,7 @@ from planner.engine.uncertainty import interval
 from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
 from planner.runs import queued_resend, run_claim, run_fail, run_send
-from planner.services import PlanTooLarge, PreparedSearch, _error_bands, json_safe, plan_search_prepare
+from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, plan_search_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ MAX_FLEET_CANDIDATES = 20_000_000
 MAX_FLEET_VARIABLES = 250_000
 FLEET_MAX_ATTEMPTS = 2
 FLEET_STALE_AFTER_S = 60.0
-SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 SOLVER = "HiGHS (scipy.optimize.milp)"
 # `simulate`: at most this many chosen configurations are checked, each with this many simulated requests.
 FLEET_CHECK_MAX_ROWS = 20
@@ -132,7 +131,7 @@ def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
     ratios = []
     for spec in search.specs:
         slug, engine = split_variant(spec.slug)
-        band = interval(1.0, "output_tokens_per_s_total", chip_kind=kinds[slug], engine=engine or "*", bands=_error_bands())
+        band = interval(1.0, "output_tokens_per_s_total", chip_kind=kinds[slug], engine=engine or "*", bands=error_bands())
         ratios.append(band.low if band else 1.0)
     return ratios
 
@@ -190,55 +189,38 @@ def _limit_words(group: str, limits: Limits) -> str:
     return f"the minimum of {slug} ({limits.chips_min[slug]} chips)"
 
 
-def _tokens_per_month(rc: RequestClass, horizon: Horizon, month: int) -> float:
-    mean_shape = sum(horizon.shape) / horizon.hours
-    return rc.requests_per_s * horizon.growth[month] * mean_shape * rc.output_tokens * SECONDS_PER_MONTH
-
-
 def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: FleetResult, counts: dict[str, int], *,
                 candidate_seconds: float, providers: dict[str, str]) -> dict[str, Any]:  # fmt: skip
-    """The stored results of a fleet plan (docs/fleet.md#results)."""
+    """The stored results of a fleet plan (docs/fleet.md#results); the sums come from planner/engine/fleet/report.py."""
     s, horizon, classes = result.solution, prepared.horizon, prepared.classes
-    months, hours = horizon.months, horizon.hours
+    months = horizon.months
     allocation = []
     class_usd = [[0.0] * months for _ in classes]
-    class_capacity = [[0.0] * months for _ in classes]
     for a in s.allocations:
         c = candidates[a.candidate]
-        per_month = []
-        for t in range(months):
-            hourly_usd = sum(a.hourly[t]) * c.usd_per_hour * HOURS_PER_MONTH / hours if a.hourly else 0.0
-            usd = a.committed[t] * c.usd_per_hour * HOURS_PER_MONTH + hourly_usd
-            class_usd[c.class_index][t] += usd
-            per_month.append(usd)
+        per_month = report.allocation_usd_per_month(a, c, horizon)
+        class_usd[c.class_index] = [x + y for x, y in zip(class_usd[c.class_index], per_month)]
         allocation.append({
-            **dict(c.detail), "candidate": a.candidate, "class": classes[c.class_index].name, "chip_slug": c.chip_slug, "configuration": c.label, "offering": c.offering_slug,
-            "provider": providers.get(c.offering_slug), "pricing_model": c.pricing_model, "ownership": "own" if c.owned else "rent",
-            "chips_per_replica": c.chips, "billed_chips_per_replica": c.billed_chips, "requests_per_s_per_replica": c.requests_per_s,
-            "requests_per_s_per_replica_low": c.requests_per_s_low, "usd_per_hour_per_replica": c.usd_per_hour, "wall_kw_per_replica": c.wall_kw,
-            "replicas": list(a.committed) if not a.hourly else [max(row) for row in a.hourly],
-            "committed_replicas": list(a.committed), "hourly_replicas": [list(row) for row in a.hourly],
+            **dict(c.detail), "candidate": a.candidate, "class": classes[c.class_index].name, "chip_slug": c.chip_slug, "configuration": c.label,
+            "offering": c.offering_slug, "provider": providers.get(c.offering_slug), "pricing_model": c.pricing_model,
+            "ownership": "own" if c.owned else "rent", "chips_per_replica": c.chips, "billed_chips_per_replica": c.billed_chips,
+            "requests_per_s_per_replica": c.requests_per_s, "requests_per_s_per_replica_low": c.requests_per_s_low,
+            "usd_per_hour_per_replica": c.usd_per_hour, "wall_kw_per_replica": c.wall_kw,
+            "replicas": [a.peak(t) for t in range(months)], "committed_replicas": list(a.committed), "hourly_replicas": [list(row) for row in a.hourly],
             "usd_per_month": per_month,
         })  # fmt: skip
-    for t in range(months):  # a class's capacity in its busiest slot: every replica running then
-        for i in range(len(classes)):
-            class_capacity[i][t] = max(
-                sum(candidates[a.candidate].requests_per_s * (a.committed[t] + (a.hourly[t][h] if a.hourly else 0))
-                    for a in s.allocations if candidates[a.candidate].class_index == i)
-                for h in range(hours) if horizon.shape[h] == max(horizon.shape)
-            )  # fmt: skip
     allocation.sort(key=lambda row: (row["class"], -row["usd_per_month"][0], row["chip_slug"]))
-    idle_owned = [max(total - used, 0.0) for total, used in zip(s.usd_per_month, [sum(class_usd[i][t] for i in range(len(classes))) for t in range(months)])]
+    served = [sum(class_usd[i][t] for i in range(len(classes))) for t in range(months)]
+    idle_owned = [max(total - used, 0.0) for total, used in zip(s.usd_per_month, served)]
     class_rows = []
     for i, rc in enumerate(classes):
-        tokens = sum(_tokens_per_month(rc, horizon, t) for t in range(months))
-        usd = sum(class_usd[i])
+        tokens = sum(report.output_tokens_per_month(rc, horizon))
         class_rows.append({
             "name": rc.name, "prompt_tokens": rc.prompt_tokens, "output_tokens": rc.output_tokens, "requests_per_s": rc.requests_per_s,
             "ttft_slo_s": rc.ttft_slo_s, "tpot_slo_s": rc.tpot_slo_s, "interruptible": rc.interruptible,
-            "usd_per_month": class_usd[i], "usd_per_million_output_tokens": usd / tokens * 1e6 if tokens else None,
-            "capacity_requests_per_s": class_capacity[i],  # in the day's busiest slot
-            "peak_requests_per_s": [rc.requests_per_s * horizon.growth[t] * max(horizon.shape) for t in range(months)],
+            "usd_per_month": class_usd[i], "usd_per_million_output_tokens": sum(class_usd[i]) / tokens * 1e6 if tokens else None,
+            "capacity_requests_per_s": report.class_capacity(s, candidates, horizon, i),  # in the day's busiest slot
+            "peak_requests_per_s": report.peak_requests_per_s(rc, horizon),
         })  # fmt: skip
     best = result.best_single
     usd_total = s.usd_total if s.solved else None
@@ -246,14 +228,13 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
     if best is not None and usd_total is not None:
         single = {"chip_slug": best.chip_slug, "usd_total": best.usd_total, "usd_per_month_mean": best.usd_total / months,
                   "saving_usd_total": best.usd_total - usd_total, "saving_share": (best.usd_total - usd_total) / best.usd_total if best.usd_total else None}  # fmt: skip
-    tokens_total = sum(_tokens_per_month(rc, horizon, t) for rc in classes for t in range(months))
+    tokens_total = sum(sum(report.output_tokens_per_month(rc, horizon)) for rc in classes)
     costs = {lc.group: lc for lc in result.limit_costs}
     limits = [{
         "group": u.group, "field": LIMIT_FIELDS[u.group.split(":")[0]], "used": u.used, "limit": u.limit, "slack": u.slack,
         "month": u.month + 1, "slot": u.hour + 1, "binding": costs[u.group].binding if u.group in costs else None,
         "saving_usd_per_month_if_lifted": (costs[u.group].saving_usd_total / months) if u.group in costs and costs[u.group].saving_usd_total is not None else None,
     } for u in s.limits]  # fmt: skip
-    peak_kw = _peak_kw(s, candidates, prepared)
     return json_safe({
         "status": s.status, "message": s.message,
         "usd_per_month": list(s.usd_per_month), "usd_total": usd_total,
@@ -266,7 +247,9 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
         "allocation": allocation,
         "owned_units": [{"offering": o, "units": list(v)} for o, v in sorted(s.owned_units.items())],
         "racks": list(s.racks),
-        "peak_wall_kw": peak_kw,
+        "peak_wall_kw": report.fleet_peak(s, horizon, lambda a: candidates[a.candidate].wall_kw or 0.0),
+        "replicas_per_month": report.fleet_peak(s, horizon, lambda a: 1.0),
+        "chips_per_month": report.fleet_peak(s, horizon, lambda a: float(candidates[a.candidate].chips)),
         "unknown_power_configurations": sorted({c.label for c in (candidates[a.candidate] for a in s.allocations) if c.wall_kw is None}),
         "limits": limits,
         "best_single_chip": single,
@@ -288,7 +271,7 @@ def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], res
     A check, not a re-plan: the capacity the program used is the planner's estimate."""
     from planner.engine.simulation import SchedulerOptions, SimulationWorkload, Slos
     from planner.engine.simulation.workload import Arrivals, Lengths
-    from planner.simulation_services import Setup, SimulationRefused, _run, percentile_checks
+    from planner.simulation_services import Setup, SimulationRefused, percentile_checks, simulate_setup
 
     search, horizon = prepared.search, prepared.horizon
     specs = {s.slug: s for s in search.specs}
@@ -314,7 +297,7 @@ def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], res
             workload = SimulationWorkload(requests=FLEET_CHECK_REQUESTS, arrivals=Arrivals.poisson(share), prompt=Lengths.fixed(rc.prompt_tokens),
                                           output=Lengths.fixed(rc.output_tokens), seed=1)  # fmt: skip
             slos = Slos(ttft_s=rc.ttft_slo_s, tpot_s=rc.tpot_slo_s)
-            sim, _ = _run(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=int(d["batch"])))
+            sim, _ = simulate_setup(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=int(d["batch"])))
         except SimulationRefused as exc:
             checks[a.candidate] = {"error": str(exc)}
             continue
@@ -330,18 +313,6 @@ def _p95(values) -> float | None:
     finite = np.asarray(values, dtype=float)
     finite = finite[np.isfinite(finite)]
     return float(np.percentile(finite, 95)) if len(finite) else None
-
-
-def _peak_kw(s, candidates: list[Candidate], prepared: PreparedFleet) -> list[float]:
-    """Per month: the fleet's peak draw at the wall over the day, every replica counted."""
-    out = []
-    for t in range(prepared.horizon.months):
-        peak = 0.0
-        for h in range(prepared.horizon.hours):
-            kw = sum((candidates[a.candidate].wall_kw or 0.0) * (a.committed[t] + (a.hourly[t][h] if a.hourly else 0)) for a in s.allocations)
-            peak = max(peak, kw)
-        out.append(peak)
-    return out
 
 
 def _rent_or_buy(prepared: PreparedFleet, chip_slugs: set[str]):

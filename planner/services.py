@@ -121,7 +121,7 @@ def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | Non
 
 
 @functools.lru_cache(maxsize=1)
-def _error_bands():
+def error_bands():
     from planner.accuracy import ERROR_BANDS
 
     return load_bands(ERROR_BANDS)
@@ -133,7 +133,7 @@ def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engi
     profile where the answer names one, else the spec defaults' for the chip kind over every engine."""
     out = {}
     for figure in BAND_OF:
-        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=_error_bands())
+        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=error_bands())
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
@@ -143,7 +143,7 @@ def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> n
     """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind and
     serving engine; chips and engines per chip index of the search)."""
     factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=_error_bands())) else 1.0)
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands())) else 1.0)
         for c, e in zip(chips, engines)
     ])  # fmt: skip
     return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)

@@ -111,7 +111,7 @@ def simulation_setup(*, data: dict[str, Any], workload: SimulationWorkload) -> S
                  offering=offering, chip_kind=chip.kind)  # fmt: skip
 
 
-def _run(setup: Setup, workload: SimulationWorkload, *, slos: Slos, options: SchedulerOptions) -> tuple[SimulationResult, float]:
+def simulate_setup(setup: Setup, workload: SimulationWorkload, *, slos: Slos, options: SchedulerOptions) -> tuple[SimulationResult, float]:
     started = time.perf_counter()
     try:
         result = simulate(setup.model, setup.deployment, workload, slos=slos, options=options, efficiency=setup.efficiency,
@@ -168,7 +168,7 @@ def simulation_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     workload: SimulationWorkload = data["engine_workload"]
     setup = simulation_setup(data=data, workload=workload)
     slos = slos_from(data.get("slos"), data.get("slo_percentiles"))
-    result, seconds = _run(setup, workload, slos=slos, options=scheduler_from(data.get("scheduler")))
+    result, seconds = simulate_setup(setup, workload, slos=slos, options=scheduler_from(data.get("scheduler")))
     out = result_json(result, setup=setup, slo_percentiles=data.get("slo_percentiles"), seconds=seconds, series=True)
     trace = data.get("parsed_trace")
     if trace is not None and trace.ignored_columns:
@@ -352,7 +352,7 @@ def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any]
         workload, slos, options = _stage_inputs(inputs)
         if options.max_sequences is None and row.get("batch"):  # the candidate's batch is its engine's max_num_seqs
             options = dataclasses.replace(options, max_sequences=int(row["batch"]))
-        result, seconds = _run(setup, workload, slos=slos, options=options)
+        result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
     except SimulationRefused as exc:
         return {"error": str(exc)}
     return result_json(result, setup=setup, slo_percentiles=inputs.get("slo_percentiles"), seconds=seconds, series=False)

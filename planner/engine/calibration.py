@@ -44,13 +44,21 @@ class Observation:
 
 # A run whose repetitions differ by more than a quarter of their median was measured on a busy machine.
 MAX_RUN_SPREAD = 0.25
-# Runs on one machine differ from one run to the next by about this much (log-sd) even when each run's own
-# repetitions agree (a shared CPU's other tenants, clocks, caches): a run never weighs more than this allows.
+# A run's log-sd is never taken below this, however well its repetitions agree: what a single run cannot
+# show (the machine's state from one run to the next) caps its weight, so one steady run moves eta_m about
+# 95% of the way from the prior (1/0.1**2 against 1/0.42**2), never all of it. A choice, not a measurement.
 RUN_NOISE_FLOOR = 0.1
-# The spec defaults' TPOT errors: their cross-validated 80% band is [-0.31, +0.77] in log ratio
-# (planner/data/error_bands.json, tpot_s, spec defaults over 2,633 silicon rows), a log-sd of about 0.42.
+# An 80% interval spans +-1.2816 standard deviations of a normal (its 90th percentile).
+Z_80 = 1.2816
+# The prior's log-sd when no error band is given: the shipped spec defaults' cross-validated TPOT band,
+# [-0.31, +0.77] in log ratio (planner/data/error_bands.json, 2,633 silicon rows), is 1.08 / (2 x 1.2816).
 PRIOR_LOG_SIGMA = 0.42
 OUTLIER_SDS = 3.0
+
+
+def log_sigma_of_80_interval(low_ratio: float, high_ratio: float) -> float:
+    """The log-sd a normal error in log space has when its 80% interval is [low, high] x the prediction."""
+    return float(np.log(high_ratio / low_ratio)) / (2.0 * Z_80)
 
 
 class NoisyRuns(ValueError):
@@ -79,7 +87,7 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return slope, float(y[0] - slope * x[0])
 
 
-def _fit_decode(obs: Sequence[Observation], prior: Efficiency) -> tuple[float, float, float, bool, list[int]]:
+def _fit_decode(obs: Sequence[Observation], prior: Efficiency, prior_log_sigma: float) -> tuple[float, float, float, bool, list[int]]:
     """(eta_m, overhead_s, residual_rms_s, separated, indices of outliers left out)."""
     x = np.array([o.decode_bytes / o.bandwidth_bytes_per_s for o in obs])  # seconds at eta_m = 1
     y = np.array([o.tpot_s for o in obs])
@@ -99,7 +107,7 @@ def _fit_decode(obs: Sequence[Observation], prior: Efficiency) -> tuple[float, f
         keep = np.abs(implied - centre) <= OUTLIER_SDS * sd
     sigma = np.maximum(np.array([o.tpot_spread for o in obs]), RUN_NOISE_FLOOR)
     weights = np.where(keep, 1.0 / sigma**2, 0.0)
-    prior_weight = 1.0 / PRIOR_LOG_SIGMA**2
+    prior_weight = 1.0 / prior_log_sigma**2
     log_eta = (prior_weight * np.log(prior.bandwidth_fraction) + float(np.dot(weights, implied))) / (prior_weight + float(weights.sum()))
     eta_m = _clip(float(np.exp(log_eta)))
     residual = (y - (x / eta_m + overhead))[keep]
@@ -116,7 +124,8 @@ def _fit_compute(obs: Sequence[Observation], overhead_s: float, prior: float) ->
     return _clip(float(np.median(fractions))) if fractions else prior
 
 
-def fit_efficiency(observations: Sequence[Observation], prior: Efficiency, *, source: str) -> Fit:
+def fit_efficiency(observations: Sequence[Observation], prior: Efficiency, *, source: str, prior_log_sigma: float = PRIOR_LOG_SIGMA) -> Fit:
+    """`prior_log_sigma`: how far the prior is trusted (log-sd of its TPOT errors; log_sigma_of_80_interval of its band)."""
     if not observations:
         raise ValueError("a calibration needs at least one measured run")
     steady = [i for i, o in enumerate(observations) if o.tpot_spread <= MAX_RUN_SPREAD]
@@ -125,7 +134,7 @@ def fit_efficiency(observations: Sequence[Observation], prior: Efficiency, *, so
     if not steady:
         raise NoisyRuns(f"every run's timed repetitions spread more than {MAX_RUN_SPREAD:.0%}: a busy machine; measure again on a quiet one")
     used = [observations[i] for i in steady]
-    eta_m, overhead, rms, separated, outliers = _fit_decode(used, prior)
+    eta_m, overhead, rms, separated, outliers = _fit_decode(used, prior, prior_log_sigma)
     left_out += [(steady[i], "an outlier among the runs") for i in outliers]
     kept = [o for i, o in enumerate(used) if i not in set(outliers)]
     eta_c = _fit_compute(kept, overhead, prior.compute_fraction)

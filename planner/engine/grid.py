@@ -193,10 +193,11 @@ def cartesian_grid(
         batches=tuple(batches), decoding_count=decoding_count, max_chip_count=max_chip_count,
         tensor_parallel_options=tuple(tensor_parallel_options),
     )  # fmt: skip
-    return _joined_grids(list(grid_chunks(spec, chunk_candidates=max(1, grid_size(spec)))))
+    return join_grids(list(grid_chunks(spec, chunk_candidates=max(1, grid_size(spec)))))
 
 
-def _joined_grids(grids: list[CandidateGrid]) -> CandidateGrid:
+def join_grids(grids: list[CandidateGrid]) -> CandidateGrid:
+    """Grids end to end, as one."""
     if len(grids) == 1:
         return grids[0]
     return CandidateGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(CandidateGrid)})

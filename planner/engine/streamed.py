@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import reasons
-from .grid import CandidateGrid, grid_chunks, grid_size
+from .grid import CandidateGrid, grid_chunks, grid_size, join_grids
 from .search import InfeasibleGroup, SearchOptions, SearchResult, grid_spec, search_grid
 from .specs import ChipSpec, ModelSpec, OfferingSpec, Workload
 
@@ -62,10 +62,6 @@ def _ordered(result: SearchResult, key: RankKey | None) -> np.ndarray:
     if key is not None:
         ranked = ranked[np.argsort(key(result)[ranked], kind="stable")]
     return ranked
-
-
-def _joined(grids: list[CandidateGrid]) -> CandidateGrid:
-    return CandidateGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(CandidateGrid)})
 
 
 def search_streamed(
@@ -119,7 +115,7 @@ def search_streamed(
         if on_progress is not None:
             on_progress(offset, total)
     kept = np.concatenate(kept_index)  # grid_chunks yields at least one (maybe empty) chunk
-    result = search_grid(model, chips, offerings, workload, options, grid=_joined(kept_grids), started=started)
+    result = search_grid(model, chips, offerings, workload, options, grid=join_grids(kept_grids), started=started)
     local_of = {int(g): i for i, g in enumerate(kept)}
     examples = {group.code: group for group in result.infeasible}
     infeasible = tuple(

@@ -192,21 +192,6 @@ def test_the_payload_leaves_empty_rows_out_and_remembers_which_row_each_class_ca
     assert forms.fleet_refused_field("wall_kw_max") == "wall_kw_max" and forms.fleet_refused_field("chips") == "limits"
 
 
-def test_peak_replicas_add_the_busiest_slot_to_the_committed_ones():
-    assert charts.peak_replicas({"committed_replicas": [1, 2], "hourly_replicas": []}) == [1, 2]
-    assert charts.peak_replicas({"committed_replicas": [0, 0], "hourly_replicas": [[1, 3], [2, 5]]}) == [3, 5]
-
-
 def test_chart_axes_run_from_zero_in_round_steps():
     assert charts.nice_axis(730) == [0, 200, 400, 600, 800]
     assert charts.nice_axis(9) == [0, 2.5, 5, 7.5, 10] and charts.nice_axis(0) == [0, 1]
-
-
-
-
-def test_the_fleet_peak_counts_every_row_in_the_same_slot():
-    rows = [{"committed_replicas": [1], "hourly_replicas": [], "chips_per_replica": 2},
-            {"committed_replicas": [0], "hourly_replicas": [[3, 0]], "chips_per_replica": 1},
-            {"committed_replicas": [0], "hourly_replicas": [[0, 2]], "chips_per_replica": 4}]  # fmt: skip
-    assert charts.fleet_peak_per_month(rows, 1) == [4]  # slot 1: 1 + 3 (not 1 + 3 + 2)
-    assert charts.fleet_peak_per_month(rows, 1, per_replica="chips_per_replica") == [10]  # slot 2: 2 + 8

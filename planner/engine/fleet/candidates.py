@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..cost import DEFAULT_PUE, billed_chips, offering_table
 from ..estimate import estimate_from_results
 from ..evaluate import evaluate
-from ..grid import CandidateGrid, grid_chunks
+from ..grid import CandidateGrid, grid_chunks, join_grids
 from ..search import SearchOptions, grid_spec
 from ..specs import ChipSpec, ModelSpec, OfferingSpec, Workload
 from ..streamed import CHUNK_CANDIDATES
@@ -42,10 +42,6 @@ class ClassCandidates:
 
 def class_workload(rc: RequestClass) -> Workload:
     return Workload(prompt_tokens=rc.prompt_tokens, output_tokens=rc.output_tokens, ttft_slo_s=rc.ttft_slo_s, tpot_slo_s=rc.tpot_slo_s)
-
-
-def _joined(grids: list[CandidateGrid]) -> CandidateGrid:
-    return CandidateGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(CandidateGrid)})
 
 
 def class_candidates(
@@ -110,7 +106,7 @@ def class_candidates(
             offset += len(local)
     if not best:
         return ClassCandidates(candidates=(), searched=searched, feasible=feasible)
-    grid = _joined(kept)
+    grid = join_grids(kept)
     results = evaluate(model, chips, grid, workload, options.decodings, efficiency=options.efficiency, calibration=options.calibration,
                        disaggregated=options.disaggregated)  # fmt: skip
     chosen = [tuple(o for o in offerings.get(c.slug, ()) if options.pricing_models is None or o.pricing_model in options.pricing_models) for c in chips]

@@ -62,6 +62,10 @@ class Allocation:
     committed: tuple[int, ...]  # per month
     hourly: tuple[tuple[int, ...], ...]  # per month, per hour (empty for a committed candidate)
 
+    def running(self, month: int, hour: int) -> int:
+        """Replicas running in that month and slot of the day."""
+        return self.committed[month] + (self.hourly[month][hour] if self.hourly else 0)
+
     def peak(self, month: int) -> int:
         return self.committed[month] + (max(self.hourly[month]) if self.hourly else 0)
 
@@ -271,7 +275,8 @@ def solve(
 
 def _solution(program, layout, candidates, limits, horizon, *, dropped, time_limit_s, mip_rel_gap, started) -> Solution:
     size = {"variables": len(program.cost), "constraints": len(program.low)}
-    missing = [g for g in dict.fromkeys(program.groups) if g.startswith("demand:") and g not in dropped and not _has_terms(program, g)]
+    with_terms = {program.groups[row] for row in set(program.rows)}
+    missing = [g for g in dict.fromkeys(program.groups) if g.startswith("demand:") and g not in dropped and g not in with_terms]
     if missing:
         names = ", ".join(g.split(":", 1)[1] for g in missing)
         return Solution(status="infeasible", message=f"no configuration can serve {names} within its SLOs", seconds=time.perf_counter() - started,
@@ -311,11 +316,6 @@ def _solution(program, layout, candidates, limits, horizon, *, dropped, time_lim
         owned_units={o: tuple(v) for o, v in owned.items() if any(v)}, racks=racks, limits=tuple(uses),
         mip_gap=None if gap is None or not math.isfinite(gap) else float(gap), seconds=time.perf_counter() - started, **size,
     )  # fmt: skip
-
-
-def _has_terms(program: _Program, group: str) -> bool:
-    rows = {i for i, g in enumerate(program.groups) if g == group}
-    return bool(rows & set(program.rows))
 
 
 def limit_groups(limits: Limits) -> tuple[str, ...]:

@@ -230,9 +230,12 @@ def api_plan_row() -> str:
 FLEET_CHAT = {"name": "chat", "prompt_tokens": 1000, "output_tokens": 250, "requests_per_s": 20, "ttft_slo_s": 1.0, "tpot_slo_s": 0.05}
 FLEET_RAG = {"name": "rag", "prompt_tokens": 8000, "output_tokens": 400, "requests_per_s": 5, "ttft_slo_s": 3.0, "tpot_slo_s": 0.08}
 FLEET_BATCH = {"name": "batch", "prompt_tokens": 2000, "output_tokens": 800, "requests_per_s": 2, "interruptible": True}
-FLEET_MIX = {"model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG, FLEET_BATCH], "limits": {"wall_kw_max": 60, "apply_to": "all"}}
+# One serving engine: with every engine's profile competing, a class's replicas can tie on cost across engines
+# (the same offering, the same price), and the solver may return either.
+FLEET_MIX = {"model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG, FLEET_BATCH], "limits": {"wall_kw_max": 60, "apply_to": "all"},
+             "serving_engine": "vLLM"}  # fmt: skip
 FLEET_GROWTH = {
-    "model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG], "hardware": {"kinds": ["gpu"], "max_chips": 16},
+    "model": "llama-3.1-70b", "classes": [FLEET_CHAT, FLEET_RAG], "hardware": {"kinds": ["gpu"], "max_chips": 16}, "serving_engine": "vLLM",
     "horizon": {"months": 6, "monthly_growth": 0.25, "hourly_shape": [0.3, 0.3, 0.6, 1.0, 1.0, 0.6]},
 }  # fmt: skip
 
@@ -243,6 +246,8 @@ def _fleet_command(body: dict[str, Any]) -> str:
         slos = [str(c[k]) for k in ("ttft_slo_s", "tpot_slo_s") if k in c]
         args.append(f"--class {':'.join([c['name'], str(c['prompt_tokens']), str(c['output_tokens']), str(c['requests_per_s']), *slos])}")
     args += [f"--interruptible {c['name']}" for c in body["classes"] if c.get("interruptible")]
+    if body.get("serving_engine"):
+        args.append(f"--serving-engine {body['serving_engine']}")
     for key in ("hardware", "limits", "horizon"):
         if key in body:
             args.append(f"--{key} '{json.dumps(body[key])}'")

@@ -35,6 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--interruptible", action="append", default=[], metavar="CLASS",
                             help="a class that may run on spot capacity (batch work); repeat per class")  # fmt: skip
         parser.add_argument("--hardware", help="JSON: the hardware filter, as for plans")
+        parser.add_argument("--serving-engine", help="one serving engine's fitted profile (NVIDIA GPUs only); absent: every profile competes")
         parser.add_argument("--limits", help='JSON, e.g. {"wall_kw_max": 200, "apply_to": "all"}')
         parser.add_argument("--horizon", help='JSON, e.g. {"months": 12, "monthly_growth": 0.08}')
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the stored fleet as the API returns it")
@@ -56,6 +57,8 @@ class Command(BaseCommand):
             if not chosen:
                 raise CommandError(f"--interruptible {name}: no such class")
             chosen[0]["interruptible"] = True
+        if options.get("serving_engine"):
+            data["serving_engine"] = options["serving_engine"]
         for key in ("hardware", "limits", "horizon"):
             if options.get(key):
                 data[key] = parse_json(options[key], key)

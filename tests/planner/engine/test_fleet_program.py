@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.engine.cost import HOURS_PER_MONTH
-from planner.engine.fleet import Candidate, Horizon, Limits, RequestClass, fleet_plan, rent_or_buy, solve
+from planner.engine.fleet import Allocation, Candidate, Horizon, Limits, RequestClass, Solution, fleet_plan, report, rent_or_buy, solve
 from planner.engine.specs import OfferingSpec
 
 CHAT = RequestClass(name="chat", prompt_tokens=500, output_tokens=200, requests_per_s=10.0)
@@ -147,3 +147,18 @@ def test_a_replica_of_unknown_power_is_left_out_where_a_power_limit_counts_it():
     assert {a.candidate for a in solve([CHAT], [*MIX[:2], unknown], Limits()).allocations} == {2}
     capped = solve([CHAT], [*MIX[:2], unknown], Limits(wall_kw_max=100.0, apply_to="all"))
     assert capped.solved and {a.candidate for a in capped.allocations} == {0}
+
+
+def test_peak_replicas_add_the_busiest_slot_to_the_committed_ones():
+    assert [Allocation(candidate=0, committed=(1, 2), hourly=()).peak(t) for t in range(2)] == [1, 2]
+    assert [Allocation(candidate=0, committed=(0, 0), hourly=((1, 3), (2, 5))).peak(t) for t in range(2)] == [3, 5]
+
+
+def test_the_fleet_peak_counts_every_row_in_the_same_slot():
+    rows = (Allocation(candidate=0, committed=(1,), hourly=()), Allocation(candidate=1, committed=(0,), hourly=((3, 0),)),
+            Allocation(candidate=2, committed=(0,), hourly=((0, 2),)))  # fmt: skip
+    chips = [2, 1, 4]
+    solution = Solution(status="optimal", message="", usd_per_month=(0.0,), allocations=rows)
+    day = Horizon(shape=(1.0, 1.0))
+    assert report.fleet_peak(solution, day, lambda a: 1.0) == [4]  # slot 1: 1 + 3 (not 1 + 3 + 2)
+    assert report.fleet_peak(solution, day, lambda a: chips[a.candidate]) == [10]  # slot 2: 2 + 8
