@@ -103,6 +103,24 @@ class SchedulerSerializer(StrictSerializer):
     prefix_caching = serializers.BooleanField(default=True, help_text="enable_prefix_caching")
 
 
+class DisaggregatedSerializer(StrictSerializer):
+    """Prefill and decode in separate pools: the configuration's replicas decode, `prefill_replicas` more
+    replicas of the same shape prefill, and each request's KV moves from one to the other."""
+
+    prefill_replicas = serializers.IntegerField(min_value=1, max_value=1024, help_text="Replicas of the prefill pool, each of the configuration's shape.")
+    kv_link_bytes_per_s_per_chip = serializers.FloatField(
+        min_value=1e6, max_value=1e13, required=False,
+        help_text="What each chip's link moves KV at, bytes/s; absent: 50e9, one 400 Gb/s NIC per GPU.",
+    )  # fmt: skip
+
+
+def check_open_loop(workload: dict[str, Any], *, field: str = "disaggregated", arrivals: str = "workload.arrivals") -> None:
+    """Disaggregated pools are simulated under an arrival rate or a trace (engine/simulation/disaggregated.py)."""
+    if (workload.get("arrivals") or {}).get("kind") == "closed_loop":
+        raise serializers.ValidationError({field: [f"A closed loop couples the prefill and decode pools through every client's next request; "
+                                                   f"give {arrivals} as poisson or gamma{', or a trace' if field == 'disaggregated' else ''}."]})  # fmt: skip
+
+
 class PlanSimulationSerializer(SimulationWorkloadSerializer):
     """A plan's simulation stage: after the analytical search, its `top_n` candidates are simulated
     under this workload and re-ranked by simulated cost per token at the percentile SLOs."""
@@ -213,6 +231,8 @@ def plan_simulation_check(attrs: dict[str, Any]) -> None:
     simulation.setdefault("output", {"kind": "fixed", "tokens": workload["output_tokens"]})
     simulation.setdefault("requests", DEFAULT_PLAN_SIMULATION_REQUESTS)
     workload_from(simulation, under="simulation")
+    if attrs.get("disaggregated"):
+        check_open_loop(simulation, field="simulation", arrivals="simulation.arrivals (or workload.request_rate_per_s)")
     model = attrs["model"]
     check_lengths_fit(simulation, context_tokens=model.max_context_tokens, model_slug=model.slug, under="simulation")
     total, limit = simulation["top_n"] * simulation["requests"], settings.SIMULATION_MAX_PLAN_REQUESTS

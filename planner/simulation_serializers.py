@@ -8,11 +8,13 @@ from rest_framework import serializers
 
 from planner.serializers import EstimateInputSerializer
 from planner.simulation_inputs import (
+    DisaggregatedSerializer,
     PercentileSlosSerializer,
     SchedulerSerializer,
     SimulationWorkloadSerializer,
     SlosSerializer,
     check_lengths_fit,
+    check_open_loop,
     workload_from,
 )
 from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
@@ -22,7 +24,8 @@ from planner.engine.simulation import Trace
 class SimulationInputSerializer(EstimateInputSerializer):
     """The estimate's configuration fields (model, chip, chip_count, tensor_parallel, weight_dtype,
     kv_dtype, decoding, efficiency, offering, serving_engine, ...) and a workload. The estimate's own
-    workload fields are replaced by `workload`; `disaggregated` and `batch` are not simulated."""
+    workload fields are replaced by `workload`; `batch` is not simulated (the scheduler admits what fits), and
+    `disaggregated` gives the prefill pool its replica count."""
 
     # The estimate's single-request workload and its batch: a simulation draws its own requests.
     prompt_tokens = None
@@ -32,7 +35,9 @@ class SimulationInputSerializer(EstimateInputSerializer):
     ttft_slo_s = None
     tpot_slo_s = None
     batch = None
-    disaggregated = None
+    disaggregated = DisaggregatedSerializer(
+        required=False, help_text="Simulate separate prefill and decode pools (open-loop arrivals or a trace only).",
+    )  # fmt: skip
 
     workload = SimulationWorkloadSerializer(required=False, help_text="Arrivals and lengths to draw (or only the prefix and seed, with a trace).")
     trace = serializers.CharField(
@@ -57,6 +62,8 @@ class SimulationInputSerializer(EstimateInputSerializer):
         if trace is None and not attrs.get("workload"):
             raise serializers.ValidationError({"workload": "Give a workload (requests, arrivals, prompt, output) or a trace."})
         model = attrs["model"]
+        if attrs.get("disaggregated") and trace is None:
+            check_open_loop(workload)
         if trace is None:
             check_lengths_fit(workload, context_tokens=model.max_context_tokens, model_slug=model.slug)
         else:

@@ -37,7 +37,7 @@ from planner import catalog_specs
 from planner.engine import Deployment, Workload
 from planner.engine.estimate import evaluate_deployment
 from planner.engine.parallel import tensor_parallel_options
-from planner.engine.simulation import SchedulerOptions, SimulationResult, SimulationWorkload, Slos, simulate, step_cost_for
+from planner.engine.simulation import SchedulerOptions, SimulationResult, SimulationWorkload, Slos, simulate, simulate_disaggregated, step_cost_for
 from planner.engine_profiles import variant_slug
 from planner.models import Plan, SimulationRun
 from planner.runs import queued_resend, run_send
@@ -68,9 +68,16 @@ class Setup:
     deployment: Deployment
     efficiency: dict[str, float] | None
     calibration: dict
-    usd_per_hour: float | None
+    usd_per_hour: float | None  # the whole configuration's, the prefill pool's chips included
     offering: str | None
     chip_kind: str
+    prefill_replicas: int = 0  # disaggregated: replicas of the deployment's shape in the prefill pool (0: colocated)
+    kv_link_bytes_per_s_per_chip: float | None = None
+
+    @property
+    def prefill_chips(self) -> int:
+        d = self.deployment
+        return self.prefill_replicas * d.tensor_parallel * d.pipeline_parallel * d.attention_data_parallel
 
 
 # --- one configuration --------------------------------------------------------------------------
@@ -107,15 +114,25 @@ def simulation_setup(*, data: dict[str, Any], workload: SimulationWorkload) -> S
     priced = sorted(((evaluation.cost(catalog_specs.offering_spec(o)).usd_per_hour, o.slug) for o in offerings),
                     key=lambda c: c[0] if c[0] is not None and math.isfinite(c[0]) else math.inf)  # fmt: skip
     usd_per_hour, offering = priced[0] if priced else (None, None)
-    return Setup(model=model_spec, deployment=deployment(tp), efficiency=efficiency, calibration=calibration, usd_per_hour=usd_per_hour,
-                 offering=offering, chip_kind=chip.kind)  # fmt: skip
+    disaggregated = data.get("disaggregated") or {}
+    setup = Setup(model=model_spec, deployment=deployment(tp), efficiency=efficiency, calibration=calibration, usd_per_hour=usd_per_hour,
+                  offering=offering, chip_kind=chip.kind, prefill_replicas=disaggregated.get("prefill_replicas", 0),
+                  kv_link_bytes_per_s_per_chip=disaggregated.get("kv_link_bytes_per_s_per_chip"))  # fmt: skip
+    if usd_per_hour is not None and setup.prefill_chips:  # the prefill pool's chips at the same offering's rate
+        setup = dataclasses.replace(setup, usd_per_hour=usd_per_hour * (data["chip_count"] + setup.prefill_chips) / data["chip_count"])
+    return setup
 
 
 def simulate_setup(setup: Setup, workload: SimulationWorkload, *, slos: Slos, options: SchedulerOptions) -> tuple[SimulationResult, float]:
     started = time.perf_counter()
     try:
-        result = simulate(setup.model, setup.deployment, workload, slos=slos, options=options, efficiency=setup.efficiency,
-                          calibration=setup.calibration)  # fmt: skip
+        if setup.prefill_replicas:
+            result = simulate_disaggregated(setup.model, setup.deployment, workload, prefill_replicas=setup.prefill_replicas,
+                                            kv_bytes_per_s_per_chip=setup.kv_link_bytes_per_s_per_chip, slos=slos, options=options,
+                                            efficiency=setup.efficiency, calibration=setup.calibration)  # fmt: skip
+        else:
+            result = simulate(setup.model, setup.deployment, workload, slos=slos, options=options, efficiency=setup.efficiency,
+                              calibration=setup.calibration)  # fmt: skip
     except ValueError as exc:  # the engine's refusals: a chip kind it does not model, a request larger than the KV cache
         raise SimulationRefused(str(exc), field="workload" if "KV blocks" in str(exc) else "chip") from None
     return result, time.perf_counter() - started
@@ -154,6 +171,7 @@ def result_json(result: SimulationResult, *, setup: Setup, slo_percentiles: dict
         "overloaded": result.overloaded, "overload_reason": result.overload_reason, "queue_growth_per_s": result.queue_growth_per_s,
         "littles_law": json_safe(result.littles_law), "notes": list(result.notes),
         "tensor_parallel": setup.deployment.tensor_parallel, "replicas": setup.deployment.replicas,
+        "prefill_replicas": setup.prefill_replicas, "total_chips": setup.deployment.chip_count + setup.prefill_chips,
         "offering": setup.offering, "usd_per_hour": setup.usd_per_hour, "usd_per_million_output_tokens": usd,
         "simulation_seconds": seconds,
     }  # fmt: skip
@@ -329,11 +347,18 @@ def _row_deployment(prepared, data: dict[str, Any], row: dict[str, Any]) -> Depl
     decoding = next((d for d in prepared.options.decodings if d.label == row["decoding"]), None)
     if decoding is None:
         raise SimulationRefused(f"decoding {row['decoding']!r} is not one of the plan's")
-    if data.get("disaggregated"):
-        raise SimulationRefused("disaggregated prefill and decode pools are not simulated yet")
     return Deployment(chip=spec, chip_count=row["chip_count"], tensor_parallel=row["tensor_parallel"], pipeline_parallel=row["pipeline_parallel"],
                       attention_data_parallel=row.get("attention_data_parallel", 1), weight_dtype=row["weight_dtype"], kv_dtype=row.get("kv_dtype"),
                       decoding=decoding)  # fmt: skip
+
+
+def _row_prefill_replicas(data: dict[str, Any], row: dict[str, Any]) -> int:
+    """A disaggregated plan row's prefill pool in replicas of the row's shape (its usd_per_hour already counts them)."""
+    if not data.get("disaggregated"):
+        return 0
+    per_replica = row["tensor_parallel"] * row["pipeline_parallel"] * row.get("attention_data_parallel", 1)
+    pool = float(row.get("total_chips") or row["chip_count"]) - row["chip_count"]
+    return max(int(round(pool / per_replica)), 1)
 
 
 def _stage_inputs(inputs: dict[str, Any]) -> tuple[SimulationWorkload, Slos, SchedulerOptions]:
@@ -348,8 +373,10 @@ def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any]
         deployment = _row_deployment(prepared, data, row)
         setup = Setup(model=catalog_specs.model_spec(prepared.model), deployment=deployment, efficiency=prepared.options.efficiency,
                       calibration=prepared.options.calibration, usd_per_hour=row.get("usd_per_hour"), offering=row.get("offering"),
-                      chip_kind=row.get("chip_kind", ""))  # fmt: skip
+                      chip_kind=row.get("chip_kind", ""), prefill_replicas=_row_prefill_replicas(data, row))  # fmt: skip
         workload, slos, options = _stage_inputs(inputs)
+        if setup.prefill_replicas and workload.arrivals is not None and workload.arrivals.kind == "closed_loop":
+            raise SimulationRefused("a closed loop couples the prefill and decode pools; give the stage an arrival rate (simulation.arrivals)")
         if options.max_sequences is None and row.get("batch"):  # the candidate's batch is its engine's max_num_seqs
             options = dataclasses.replace(options, max_sequences=int(row["batch"]))
         result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
@@ -378,7 +405,7 @@ def plan_simulation_stage(prepared, *, data: dict[str, Any], results: dict[str, 
     return plan_rerank(results, simulated, inputs=inputs, mode="inline", wall_seconds=time.perf_counter() - started)
 
 
-CANDIDATE_KEY_FIELDS = ("chip_slug", "serving_engine", "chip_count", "tensor_parallel", "pipeline_parallel", "attention_data_parallel",
+CANDIDATE_KEY_FIELDS = ("chip_slug", "serving_engine", "chip_count", "total_chips", "tensor_parallel", "pipeline_parallel", "attention_data_parallel",
                         "weight_dtype", "kv_dtype", "decoding", "batch", "offering")  # fmt: skip
 
 

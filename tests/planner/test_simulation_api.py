@@ -180,3 +180,31 @@ def test_a_chip_the_simulator_does_not_model_is_refused_before_anything_is_queue
     response = token_client.post("/api/v1/simulations/", body, format="json")
     assert response.status_code == 400 and "pads prompts to buckets" in response.json()["chip"][0]
     assert not SimulationRun.objects.exists()
+
+
+def test_a_disaggregated_simulation_prices_both_pools_and_says_how_it_ran(catalog, token_client):
+    colocated = token_client.post("/api/v1/simulations/", {**BODY, "chip_count": 2}, format="json").json()["results"]
+    response = token_client.post("/api/v1/simulations/", {**BODY, "disaggregated": {"prefill_replicas": 1}}, format="json")
+    assert response.status_code == 201, response.json()
+    results = response.json()["results"]
+    assert results["prefill_replicas"] == 1 and results["replicas"] == 1 and results["total_chips"] == 2
+    assert results["completed"] == 300 and results["littles_law"]["relative_error"] < 0.05
+    assert any(note.startswith("disaggregated: 1 prefill and 1 decode replicas") for note in results["notes"])
+    # two chips either way, at the same offering: the same $/hour
+    assert results["usd_per_hour"] == pytest.approx(colocated["usd_per_hour"])
+    # the decode replica's steps carry no prefill chunks
+    assert results["tpot_s"]["p99"] < colocated["tpot_s"]["p99"]
+
+
+def test_a_disaggregated_simulation_under_a_closed_loop_is_a_400_that_says_why(catalog, token_client):
+    closed = {**WORKLOAD, "arrivals": {"kind": "closed_loop", "concurrency": 8}}
+    response = token_client.post("/api/v1/simulations/", {**BODY, "workload": closed, "disaggregated": {"prefill_replicas": 1}}, format="json")
+    assert response.status_code == 400
+    assert "closed loop" in response.json()["disaggregated"][0]
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_bad_prefill_pool_is_a_400_naming_the_field(catalog, token_client):
+    for bad in ({"prefill_replicas": 0}, {}, {"prefill_replicas": 1, "kv_link_bytes_per_s_per_chip": 0}, {"prefill_replicas": 1, "pool": 2}):
+        response = token_client.post("/api/v1/simulations/", {**BODY, "disaggregated": bad}, format="json")
+        assert response.status_code == 400 and "disaggregated" in response.json(), bad

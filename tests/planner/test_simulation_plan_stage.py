@@ -125,3 +125,22 @@ def test_a_queued_plan_with_a_big_stage_is_searched_then_simulated_by_workers(ca
     assert plan.status == "done" and plan.results["simulation"]["candidates"] == 6
     first = next(r for r in plan.results["ranked"] if r["analytical_rank"] == 1)
     assert first["ranking_stage"] == "analytical" and "lost its worker 2 times" in first["simulation"]["error"]
+
+
+def test_a_disaggregated_plan_simulates_its_candidates_with_their_prefill_pools(catalog, token_client):
+    body = {**SLO_PLAN, "disaggregated": True, "hardware": {**SLO_PLAN["hardware"], "chips": ["nvidia-h100-sxm"]}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    simulated = _stage_rows(response.json())
+    assert simulated
+    for row in simulated:
+        pool = row["simulation"]["prefill_replicas"]
+        assert pool >= 1 and row["simulation"]["total_chips"] == row["total_chips"]
+        assert any(note.startswith(f"disaggregated: {pool} prefill") for note in row["simulation"]["notes"])
+
+
+def test_a_disaggregated_plan_under_a_closed_loop_stage_is_a_400_naming_the_simulation(catalog, token_client):
+    workload = {"prompt_tokens": 1000, "output_tokens": 200, "concurrency": 16}
+    body = {**{k: v for k, v in SLO_PLAN.items() if k != "simulation"}, "workload": workload, "disaggregated": True}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400 and "closed loop" in str(response.json()["simulation"])

@@ -1,17 +1,19 @@
 """Iteration-level serving simulation (docs/simulation.md): continuous batching with chunked prefill,
-paged KV blocks, preemption by recompute and prefix caching, each step priced by the planner's own
+paged KV blocks, preemption by recompute and prefix caching, disaggregated prefill and decode pools, each step priced by the planner's own
 forward model, so one set of parameters serves estimates and simulation."""
 
 from __future__ import annotations
 
+from .disaggregated import KvTransfer, kv_transfer_for, simulate_disaggregated_with_cost
 from .results import LittlesLaw, Percentiles, SimulationResult, Slos, TimeSeries
 from .scheduler import Schedule, run_schedule
-from .simulate import SchedulerOptions, simulate, simulate_with_cost
+from .simulate import SchedulerOptions, simulate, simulate_disaggregated, simulate_with_cost
 from .step_cost import StepCost, kv_block_capacity, step_cost_for
 from .workload import Arrivals, Lengths, Requests, SimulationWorkload, Trace, WorkloadError
 
 __all__ = [
-    "Arrivals", "Lengths", "LittlesLaw", "Percentiles", "Requests", "Schedule", "SchedulerOptions", "SimulationResult",
+    "Arrivals", "KvTransfer", "Lengths", "LittlesLaw", "Percentiles", "Requests", "Schedule", "SchedulerOptions", "SimulationResult",
     "SimulationWorkload", "Slos", "StepCost", "TimeSeries", "Trace", "WorkloadError", "kv_block_capacity", "run_schedule",
-    "simulate", "simulate_with_cost", "step_cost_for",
+    "simulate", "simulate_disaggregated", "simulate_disaggregated_with_cost", "simulate_with_cost", "step_cost_for",
+    "kv_transfer_for",
 ]  # fmt: skip

@@ -31,6 +31,7 @@ def split_round_robin(requests: Requests, replicas: int) -> list[tuple[np.ndarra
         parts.append((index, Requests(
             arrival_s=requests.arrival_s[index], prompt_tokens=requests.prompt_tokens[index], output_tokens=requests.output_tokens[index],
             prefix_tokens=requests.prefix_tokens[index], closed_loop_concurrency=share, think_time_s=requests.think_time_s,
+            kv_transferred_tokens=None if requests.kv_transferred_tokens is None else requests.kv_transferred_tokens[index],
         )))  # fmt: skip
     return parts
 
@@ -44,10 +45,21 @@ def merge_schedules(parts: list[tuple[np.ndarray, Schedule]], requests: int) -> 
         for name, values in per_request.items():
             values[index] = getattr(schedule, name)
         preemptions[index] = schedule.preemptions
-    schedules = [schedule for _, schedule in parts]
+    return dataclasses.replace(
+        merge_steps([schedule for _, schedule in parts]),
+        arrival_s=per_request["arrival_s"],
+        first_token_s=per_request["first_token_s"],
+        finish_s=per_request["finish_s"],
+        preemptions=preemptions,
+    )
+
+
+def merge_steps(schedules: list[Schedule]) -> Schedule:
+    """The schedules' step records summed over the union of their step boundaries (a schedule counts as
+    empty while it idles); the per-request fields are the first schedule's, for the caller to replace."""
     edges = np.unique(np.concatenate([np.concatenate([s.step_start_s, s.step_start_s + s.step_duration_s]) for s in schedules]))
     totals = {name: np.zeros(len(edges) - 1) for name in ("waiting", "running", "kv_blocks_used", "prefill_tokens", "decode_sequences")}
-    for schedule in schedules:
+    for schedule in (s for s in schedules if len(s.step_start_s)):
         at = np.searchsorted(schedule.step_start_s, edges[:-1], side="right") - 1
         safe = np.maximum(at, 0)
         busy = (at >= 0) & (edges[:-1] < schedule.step_start_s[safe] + schedule.step_duration_s[safe])
@@ -57,10 +69,6 @@ def merge_schedules(parts: list[tuple[np.ndarray, Schedule]], requests: int) -> 
             totals[name] += np.where(busy, values, idle)
     return dataclasses.replace(
         schedules[0],
-        arrival_s=per_request["arrival_s"],
-        first_token_s=per_request["first_token_s"],
-        finish_s=per_request["finish_s"],
-        preemptions=preemptions,
         step_start_s=edges[:-1],
         step_duration_s=np.diff(edges),
         step_waiting=totals["waiting"].astype(np.int64),

@@ -74,6 +74,10 @@ def run_schedule(
     # Only whole blocks are cached (vLLM hashes full blocks); at least one prompt token is always computed.
     raw_prefix = requests.prefix_tokens.tolist() if prefix_caching else [0] * n
     cached = [min(p, max(prompt[i] - 1, 0)) // bt * bt for i, p in enumerate(raw_prefix)]
+    # KV that arrives with a request (disaggregated.py) is its own: its blocks are taken at admission
+    # and freed with it, and a preemption loses it (the request then recomputes its whole context).
+    arrived = [0] * n if requests.kv_transferred_tokens is None else requests.kv_transferred_tokens.tolist()
+    cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
     prefix_blocks = max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
     free = cost.kv_blocks - prefix_blocks
     _check_fits(prompt, output, cached, bt, free)
@@ -103,7 +107,7 @@ def run_schedule(
     finish = [np.nan] * n
     preempted = [0] * n
     for i in range(n):
-        target[i], done[i] = prompt[i], cached[i]
+        target[i], done[i] = prompt[i], cached[i] + min(arrived[i], prompt[i] - 1)
 
     waiting: deque[int] = deque()
     running: dict[int, None] = {}  # admission order: the last is the newest

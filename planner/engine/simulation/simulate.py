@@ -14,6 +14,7 @@ from ..deployment import Deployment
 from ..efficiency import Calibration, Override
 from ..specs import ModelSpec
 from ..units import KV_BLOCK_TOKENS
+from .disaggregated import kv_transfer_for, simulate_disaggregated_with_cost
 from .results import SimulationResult, Slos, summarise
 from .replicas import merge_schedules, split_round_robin
 from .scheduler import run_schedule
@@ -45,11 +46,34 @@ def simulate(
     calibration: Calibration | None = None,
 ) -> SimulationResult:
     options = options or SchedulerOptions()
-    cost = step_cost_for(
-        model, deployment, efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
-        max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
-    )  # fmt: skip
+    cost = _step_cost(model, deployment, options, efficiency, calibration)
     return simulate_with_cost(cost, workload, slos=slos, prefix_caching=options.prefix_caching, replicas=deployment.replicas)
+
+
+def _step_cost(model: ModelSpec, deployment: Deployment, options: SchedulerOptions, efficiency, calibration) -> StepCost:
+    return step_cost_for(model, deployment, efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
+                         max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens)  # fmt: skip
+
+
+def simulate_disaggregated(
+    model: ModelSpec,
+    deployment: Deployment,
+    workload: SimulationWorkload,
+    *,
+    prefill_replicas: int,
+    kv_bytes_per_s_per_chip: float | None = None,
+    slos: Slos | None = None,
+    options: SchedulerOptions | None = None,
+    efficiency: Override | None = None,
+    calibration: Calibration | None = None,
+) -> SimulationResult:
+    """`deployment`'s replicas as the decode pool and `prefill_replicas` more of the same shape as the
+    prefill pool, under the same scheduler options and efficiency factors (disaggregated.py)."""
+    options = options or SchedulerOptions()
+    cost = _step_cost(model, deployment, options, efficiency, calibration)
+    transfer = kv_transfer_for(model, deployment, bytes_per_s_per_chip=kv_bytes_per_s_per_chip)
+    return simulate_disaggregated_with_cost(cost, cost, workload, prefill_replicas=prefill_replicas, decode_replicas=deployment.replicas,
+                                            transfer=transfer, slos=slos, prefix_caching=options.prefix_caching)  # fmt: skip
 
 
 def simulate_with_cost(

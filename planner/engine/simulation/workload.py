@@ -195,6 +195,9 @@ class Requests:
     prefix_tokens: np.ndarray  # of the prompt, the shared system prompt (0: none)
     closed_loop_concurrency: int | None = None
     think_time_s: float = 0.0
+    # Of the prompt, the tokens whose KV arrives with the request (a disaggregated decode pool receives
+    # it from a prefill worker): held by the request itself, never computed unless it is preempted.
+    kv_transferred_tokens: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.prompt_tokens)
