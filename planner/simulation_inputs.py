@@ -13,7 +13,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from inputs.serializers import StrictSerializer
-from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos, Trace, WorkloadError
+from planner.engine.simulation import MAX_SWEEP_RATES, Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos, Trace, WorkloadError
 from planner.engine.simulation.workload import ARRIVAL_KINDS, LENGTH_KINDS
 
 MAX_LENGTH_TOKENS = 10_000_000
@@ -112,6 +112,32 @@ class DisaggregatedSerializer(StrictSerializer):
         min_value=1e6, max_value=1e13, required=False,
         help_text="What each chip's link moves KV at, bytes/s; absent: 50e9, one 400 Gb/s NIC per GPU.",
     )  # fmt: skip
+
+
+class SweepSerializer(StrictSerializer):
+    """The same configuration and workload at each of these arrival rates (the workload's Poisson or gamma
+    process, its requests, lengths and seed kept): percentiles and goodput against the rate, and the knee."""
+
+    rates_per_s = serializers.ListField(
+        child=serializers.FloatField(min_value=1e-6, max_value=1e6), min_length=1, max_length=MAX_SWEEP_RATES,
+        help_text=f"1 to {MAX_SWEEP_RATES} request rates, ascending.",
+    )  # fmt: skip
+
+    def validate_rates_per_s(self, value: list[float]) -> list[float]:
+        if value != sorted(set(value)):
+            raise serializers.ValidationError("Give distinct rates in ascending order.")
+        return value
+
+
+def check_sweep(attrs: dict[str, Any], *, trace) -> None:
+    """A sweep changes the rate of an open-loop workload. Its work is bounded by construction: at most
+    1 + MAX_SWEEP_RATES simulations of at most SIMULATION_MAX_REQUESTS requests each."""
+    sweep = attrs.get("sweep")
+    if not sweep:
+        return
+    kind = ((attrs.get("workload") or {}).get("arrivals") or {}).get("kind", "poisson")
+    if trace is not None or kind == "closed_loop":
+        raise serializers.ValidationError({"sweep": ["A sweep changes the arrival rate: give workload.arrivals as poisson or gamma, not a trace or a closed loop."]})
 
 
 def check_open_loop(workload: dict[str, Any], *, field: str = "disaggregated", arrivals: str = "workload.arrivals") -> None:

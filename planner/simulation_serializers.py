@@ -12,9 +12,11 @@ from planner.simulation_inputs import (
     PercentileSlosSerializer,
     SchedulerSerializer,
     SimulationWorkloadSerializer,
+    SweepSerializer,
     SlosSerializer,
     check_lengths_fit,
     check_open_loop,
+    check_sweep,
     workload_from,
 )
 from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
@@ -49,6 +51,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
     slos = SlosSerializer(required=False, help_text="Per-request SLOs for goodput; absent: the bounds of slo_percentiles.")
     slo_percentiles = PercentileSlosSerializer(required=False)
     scheduler = SchedulerSerializer(required=False)
+    sweep = SweepSerializer(required=False, help_text="Also simulate at each of these rates: percentiles and goodput against the rate, and the knee.")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -64,6 +67,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
         model = attrs["model"]
         if attrs.get("disaggregated") and trace is None:
             check_open_loop(workload)
+        check_sweep(attrs, trace=trace)
         if trace is None:
             check_lengths_fit(workload, context_tokens=model.max_context_tokens, model_slug=model.slug)
         else:

@@ -37,7 +37,17 @@ from planner import catalog_specs
 from planner.engine import Deployment, Workload
 from planner.engine.estimate import evaluate_deployment
 from planner.engine.parallel import tensor_parallel_options
-from planner.engine.simulation import SchedulerOptions, SimulationResult, SimulationWorkload, Slos, simulate, simulate_disaggregated, step_cost_for
+from planner.engine.simulation import (
+    SchedulerOptions,
+    SimulationResult,
+    SimulationWorkload,
+    Slos,
+    latency_cdf,
+    rate_sweep,
+    simulate,
+    simulate_disaggregated,
+    step_cost_for,
+)
 from planner.engine_profiles import variant_slug
 from planner.models import Plan, SimulationRun
 from planner.runs import queued_resend, run_send
@@ -186,12 +196,51 @@ def simulation_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     workload: SimulationWorkload = data["engine_workload"]
     setup = simulation_setup(data=data, workload=workload)
     slos = slos_from(data.get("slos"), data.get("slo_percentiles"))
-    result, seconds = simulate_setup(setup, workload, slos=slos, options=scheduler_from(data.get("scheduler")))
+    options = scheduler_from(data.get("scheduler"))
+    result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
     out = result_json(result, setup=setup, slo_percentiles=data.get("slo_percentiles"), seconds=seconds, series=True)
+    out["cdf"] = latency_cdf(result)
+    if data.get("sweep"):
+        out["sweep"] = sweep_json(setup, workload, data["sweep"]["rates_per_s"], slos=slos, options=options,
+                                  slo_percentiles=data.get("slo_percentiles"))  # fmt: skip
+        out["simulation_seconds"] += out["sweep"]["simulation_seconds"]
     trace = data.get("parsed_trace")
     if trace is not None and trace.ignored_columns:
         out["notes"].append(f"trace columns not used: {', '.join(trace.ignored_columns)}")
     return out
+
+
+SWEEP_BASIS = ("knee: the highest swept rate whose simulated percentiles meet every percentile SLO (every rate's queue stable "
+               "when none is asked), all lower rates meeting them too; its cost per token is the configuration's $/hour over the "
+               "output tokens/s served there")  # fmt: skip
+
+
+def sweep_json(setup: Setup, workload: SimulationWorkload, rates_per_s: list[float], *, slos: Slos, options: SchedulerOptions,
+               slo_percentiles: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+    """The configuration at each rate (engine rate_sweep), compact: percentiles, goodput, SLO checks; and the knee."""
+    started = time.perf_counter()
+    try:
+        results = rate_sweep(lambda w: simulate_setup(setup, w, slos=slos, options=options)[0], workload, rates_per_s)
+    except ValueError as exc:
+        raise SimulationRefused(str(exc), field="sweep") from None
+    points, knee, all_meet = [], None, True
+    for rate, result in zip(rates_per_s, results):
+        _, meets, misses = percentile_checks(result, slo_percentiles)
+        points.append({
+            "rate_per_s": rate, "ttft_s": json_safe(result.ttft), "tpot_s": json_safe(result.tpot), "e2e_s": json_safe(result.e2e),
+            "goodput_requests_per_s": result.goodput_requests_per_s, "slo_attainment": result.slo_attainment,
+            "output_tokens_per_s": result.output_tokens_per_s, "overloaded": result.overloaded, "meets_slo_percentiles": meets, "misses": misses,
+        })  # fmt: skip
+        all_meet = all_meet and meets
+        if all_meet:
+            knee = len(points) - 1
+    at = points[knee] if knee is not None else None
+    usd = (setup.usd_per_hour / (at["output_tokens_per_s"] * 3600.0) * 1e6
+           if at and setup.usd_per_hour is not None and at["output_tokens_per_s"] > 0 else None)  # fmt: skip
+    return json_safe({
+        "rates_per_s": rates_per_s, "points": points, "knee_rate_per_s": at["rate_per_s"] if at else None,
+        "usd_per_million_output_tokens_at_knee": usd, "basis": SWEEP_BASIS, "simulation_seconds": time.perf_counter() - started,
+    })  # fmt: skip
 
 
 def _request_count(data: dict[str, Any]) -> int:
@@ -216,7 +265,8 @@ def simulation_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=
     configuration the simulator cannot run."""
     record = _record(data, raw_inputs, user)
     if inline is None:
-        inline = _small(record["request_count"], workload_tokens(data["engine_workload"]))
+        passes = 1 + len((data.get("sweep") or {}).get("rates_per_s", ()))  # the workload as given, then each swept rate
+        inline = _small(passes * record["request_count"], passes * workload_tokens(data["engine_workload"]))
     if inline:
         return SimulationRun.objects.create(**record, results=simulation_compute(data=data), status=SimulationRun.Status.DONE, progress=1.0,
                                             finished_at=timezone.now())  # fmt: skip

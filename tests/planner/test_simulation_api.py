@@ -208,3 +208,59 @@ def test_a_bad_prefill_pool_is_a_400_naming_the_field(catalog, token_client):
     for bad in ({"prefill_replicas": 0}, {}, {"prefill_replicas": 1, "kv_link_bytes_per_s_per_chip": 0}, {"prefill_replicas": 1, "pool": 2}):
         response = token_client.post("/api/v1/simulations/", {**BODY, "disaggregated": bad}, format="json")
         assert response.status_code == 400 and "disaggregated" in response.json(), bad
+
+
+def test_a_done_run_carries_each_latencys_cdf_at_every_percent(catalog, token_client):
+    results = token_client.post("/api/v1/simulations/", BODY, format="json").json()["results"]
+    cdf = results["cdf"]
+    assert cdf["quantiles"] == [float(q) for q in range(101)]
+    for name in ("ttft_s", "tpot_s", "e2e_s"):
+        assert len(cdf[name]) == 101 and cdf[name] == sorted(cdf[name])
+        assert cdf[name][50] == pytest.approx(results[name]["p50"]) and cdf[name][99] == pytest.approx(results[name]["p99"])
+
+
+def test_a_rate_sweep_finds_the_knee_where_the_percentile_slos_stop_holding(catalog, token_client):
+    body = {**BODY, "workload": {**WORKLOAD, "requests": 400}, "sweep": {"rates_per_s": [2.0, 8.0, 200.0]}}
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 201, response.json()
+    sweep = response.json()["results"]["sweep"]
+    assert [p["rate_per_s"] for p in sweep["points"]] == [2.0, 8.0, 200.0]
+    low, mid, flood = sweep["points"]
+    assert low["meets_slo_percentiles"] and mid["meets_slo_percentiles"]
+    assert flood["overloaded"] and not flood["meets_slo_percentiles"]
+    assert low["ttft_s"]["p99"] <= flood["ttft_s"]["p99"]
+    assert sweep["knee_rate_per_s"] == 8.0 and sweep["usd_per_million_output_tokens_at_knee"] is None or sweep["usd_per_million_output_tokens_at_knee"] > 0
+    assert "knee" in sweep["basis"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"sweep": {"rates_per_s": [4.0, 2.0]}}, "ascending"),
+        ({"sweep": {"rates_per_s": []}}, ""),
+        ({"sweep": {"rates_per_s": [1.0] * 13}}, ""),
+        ({"sweep": {"rates_per_s": [1.0, 2.0]}, "workload": {**WORKLOAD, "arrivals": {"kind": "closed_loop", "concurrency": 4}}}, "closed loop"),
+        ({"sweep": {"rates_per_s": [1.0, 2.0], "step": 2}}, ""),
+    ],
+    ids=["descending", "empty", "too-many", "closed-loop", "unknown-field"],
+)
+def test_a_bad_sweep_is_a_400_naming_it_and_stores_nothing(catalog, token_client, change, message):
+    response = token_client.post("/api/v1/simulations/", {**BODY, **change}, format="json")
+    assert response.status_code == 400 and message in str(response.json()["sweep"])
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_sweep_counts_every_pass_toward_the_inline_size_and_a_worker_runs_it_the_same(catalog, token_client, settings,
+                                                                                       django_capture_on_commit_callbacks):  # fmt: skip
+    body = {**BODY, "sweep": {"rates_per_s": [2.0, 5.0]}}  # 3 passes of 300 requests: over an inline size of 800
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 800
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = token_client.post("/api/v1/simulations/", body, format="json")
+    assert queued.status_code == 202, queued.json()
+    from planner.tasks import run_simulation
+
+    assert run_simulation.apply(args=[queued.json()["id"]]).get() == "done"
+    done = token_client.get(queued.json()["url"]).json()["results"]
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 5_000
+    inline = token_client.post("/api/v1/simulations/", body, format="json").json()["results"]
+    assert [p["ttft_s"] for p in done["sweep"]["points"]] == [p["ttft_s"] for p in inline["sweep"]["points"]]

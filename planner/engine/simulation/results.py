@@ -174,6 +174,21 @@ def summarise(schedule: Schedule, requests: Requests, *, offset_s: float, slos: 
     )
 
 
+CDF_PERCENTS = tuple(range(101))
+
+
+def latency_cdf(result: SimulationResult) -> dict[str, list[float | None]]:
+    """Each latency's empirical distribution at every whole percent (0 = the fastest request, 100 = the
+    slowest), for a CDF chart: {"quantiles": [0..100], "ttft_s": [...], "tpot_s": [...], "e2e_s": [...]};
+    a metric with no finite value (TPOT of one-token answers only) is all None."""
+    out: dict[str, list[float | None]] = {"quantiles": [float(q) for q in CDF_PERCENTS]}
+    for name in ("ttft_s", "tpot_s", "e2e_s"):
+        v = np.asarray(getattr(result, name), dtype=float)
+        v = v[np.isfinite(v)]
+        out[name] = [float(x) for x in np.percentile(v, CDF_PERCENTS)] if len(v) else [None] * len(CDF_PERCENTS)
+    return out
+
+
 def littles_law(schedule: Schedule) -> LittlesLaw:
     done = np.isfinite(schedule.finish_s)
     if not done.any() or len(schedule.step_duration_s) == 0:

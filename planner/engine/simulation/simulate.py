@@ -8,6 +8,8 @@ another latency model (a fitted one, say) as long as it answers StepCost's field
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..deployment import Deployment
@@ -104,3 +106,22 @@ def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, r
         else:
             notes.append("prefix caching is off: the shared prefix is prefilled with every request")
     return tuple(notes)
+
+
+MAX_SWEEP_RATES = 12
+
+
+def rate_sweep(
+    run: Callable[[SimulationWorkload], SimulationResult], workload: SimulationWorkload, rates_per_s: Sequence[float]
+) -> list[SimulationResult]:
+    """`run` (a configuration's simulate, bound to its deployment and options) at each arrival rate: the
+    workload's own arrival process (Poisson or gamma, its cv kept), requests, lengths and seed, only the
+    rate changed, so the points differ by the load alone. The percentiles against the rate show where
+    the queue takes over (the goodput knee)."""
+    if workload.trace is not None or workload.arrivals is None or workload.arrivals.kind not in ("poisson", "gamma"):
+        raise ValueError("a rate sweep changes the rate of Poisson or gamma arrivals; a trace or a closed loop has none to change")
+    if not 1 <= len(rates_per_s) <= MAX_SWEEP_RATES:
+        raise ValueError(f"a rate sweep takes 1 to {MAX_SWEEP_RATES} rates, got {len(rates_per_s)}")
+    if any(not r > 0 for r in rates_per_s) or list(rates_per_s) != sorted(set(rates_per_s)):
+        raise ValueError("rates must be > 0, distinct and ascending")
+    return [run(dataclasses.replace(workload, arrivals=dataclasses.replace(workload.arrivals, rate_per_s=float(r)))) for r in rates_per_s]

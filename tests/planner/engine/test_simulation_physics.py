@@ -139,3 +139,22 @@ def test_replicas_share_the_load_round_robin_and_the_checks_read_the_whole_deplo
     # Each replica sees a quarter of the rate (every 4th arrival: gaps of Erlang-4, calmer than Poisson).
     assert four.tpot.p50 == pytest.approx(quarter.tpot.p50, rel=0.1)
     assert any("round-robin" in note for note in four.notes)
+
+
+def test_a_rate_sweep_changes_only_the_rate_and_latency_grows_with_it():
+    from planner.engine.simulation import latency_cdf, rate_sweep
+
+    model, deployment = llama_3_1_8b(), Deployment(chip=h100_sxm())
+    base = _chat(requests=600, arrivals=Arrivals.gamma(1.0, cv=2.0))
+    points = rate_sweep(lambda w: simulate(model, deployment, w), base, [2.0, 10.0, 40.0])
+    assert [round(p.requests) for p in points] == [600, 600, 600]
+    assert points[0].prompt_tokens.tolist() == points[2].prompt_tokens.tolist()  # the same draw, only the gaps scaled
+    assert points[0].ttft.p99 < points[1].ttft.p99 < points[2].ttft.p99
+    assert points[0].request_throughput_per_s < points[2].request_throughput_per_s
+    cdf = latency_cdf(points[1])
+    assert cdf["ttft_s"][50] == pytest.approx(points[1].ttft.p50) and cdf["e2e_s"] == sorted(cdf["e2e_s"])
+    for bad in ([4.0, 2.0], [], [1.0] * 13):
+        with pytest.raises(ValueError):
+            rate_sweep(lambda w: simulate(model, deployment, w), base, bad)
+    with pytest.raises(ValueError, match="closed loop"):
+        rate_sweep(lambda w: simulate(model, deployment, w), _chat(arrivals=Arrivals.closed_loop(concurrency=4)), [1.0])
