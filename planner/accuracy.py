@@ -31,7 +31,7 @@ from planner.engine.uncertainty import bands_from, coverage, interval, load_band
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
-from planner.engine.silicon import is_silicon_layout, read_silicon, silicon_estimates
+from planner.engine.silicon import is_silicon_layout, read_silicon, replicate_spread, silicon_estimates
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -343,6 +343,7 @@ def _silicon_report(
     total = 2 * len(silicon.measured)
     rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
+    report["replicates"] = replicate_spread(silicon.measured)
     if stored:
         report["profiles_used"] = load_profiles(ENGINE_PROFILES)[1]
     if rows:
@@ -356,7 +357,8 @@ def _silicon_report(
                       "planner/engine/fit.py, docs/accuracy.md#the-fit)")  # fmt: skip
     fitted_rows, fitted_unpredicted = silicon.predict(profiles=profiles)
     fitted = _report(fitted_rows, fitted_unpredicted, total)
-    report = {**fitted, "spec_defaults": report["summary"], "intervals": report["intervals"], "fit": {"profiles": profiles_table(profiles)}}
+    report = {**fitted, "spec_defaults": report["summary"], "intervals": report["intervals"], "replicates": report["replicates"],
+              "fit": {"profiles": profiles_table(profiles)}}  # fmt: skip
     if cv:
         report["cv"], held_out_all = {}, []
         for label, key in CV_GROUPS:
@@ -401,6 +403,11 @@ def format_report(report: dict[str, Any]) -> str:
                          f"in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
         lines.append(f"predicted with the stored profiles ({report['profiles_used']})")
+    replicates = report.get("replicates")
+    if replicates and replicates["groups"]:
+        floors = "  ".join(f"{m} {replicates[m]['mdape']:.1f}% (n={replicates[m]['count']})" for m in SILICON_METRICS if replicates[m]["count"])
+        lines.append(f"the same published configuration measured more than once ({replicates['groups']} configurations): each value "
+                     f"against its configuration's geometric mean, the least error any prediction can have on them: MdAPE {floors}")  # fmt: skip
     intervals = report.get("intervals")
     if intervals:
         cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())

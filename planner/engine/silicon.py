@@ -220,3 +220,36 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, reques
                             streamed_s=streamed, overhead_s=request_overhead_s)  # fmt: skip
     wait = float(in_step_wait_s(loop.steady_wait_s, loop.wave_wait_s, in_step_share)[0])
     return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait, queue_wait_s=wait)
+
+
+def replicate_spread(rows: Sequence[SiliconRow]) -> dict:
+    """Configurations published more than once with different measurements: rows equal in every column
+    the planner reads (engine, model, system, precision, mode, lengths, concurrency, layouts) whose TTFT or
+    TPOT differ. Each such value's absolute percentage error against its group's geometric mean is the
+    least error any prediction from those columns can have on it (the best constant per group), a floor
+    set by what the file does not record (speculative decoding, worker counts, the engine's version).
+    {"groups": n, metric: {"mdape": %, "count": n, "by_mode_engine": {"agg TensorRT-LLM": {...}}}}."""
+    groups: dict[tuple, list[SiliconRow]] = {}
+    for row in rows:
+        key = (row.engine, row.model_path, row.system, row.precision, row.mode, row.prompt_tokens, row.output_tokens,
+               row.concurrency, row.agg, row.prefill, row.decode)  # fmt: skip
+        groups.setdefault(key, []).append(row)
+    out: dict = {"groups": 0}
+    spread: dict[str, dict[str, list[float]]] = {metric: {} for metric in METRICS}
+    for members in groups.values():
+        for metric in METRICS:
+            values = np.array(sorted({round(r.measured(metric), 12) for r in members}))
+            if len(values) < 2:
+                continue
+            centre = float(np.exp(np.log(values).mean()))
+            label = f"{members[0].mode} {ENGINE_NAMES.get(members[0].engine, members[0].engine)}"
+            spread[metric].setdefault(label, []).extend((np.abs(centre - values) / values * 100.0).tolist())
+        if any(len({round(r.measured(m), 12) for r in members}) > 1 for m in METRICS):
+            out["groups"] += 1
+    for metric, by_label in spread.items():
+        every = [e for errors in by_label.values() for e in errors]
+        out[metric] = {
+            "mdape": float(np.median(every)) if every else None, "count": len(every),
+            "by_mode_engine": {label: {"mdape": float(np.median(e)), "count": len(e)} for label, e in sorted(by_label.items())},
+        }  # fmt: skip
+    return out
