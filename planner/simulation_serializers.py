@@ -23,6 +23,9 @@ from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
 from planner.engine.simulation import Trace
 
 
+SIMULATED_DECODINGS = ("ar", "speculative", "draft_heads")
+
+
 class SimulationInputSerializer(EstimateInputSerializer):
     """The estimate's configuration fields (model, chip, chip_count, tensor_parallel, weight_dtype,
     kv_dtype, decoding, efficiency, offering, serving_engine, ...) and a workload. The estimate's own
@@ -58,8 +61,9 @@ class SimulationInputSerializer(EstimateInputSerializer):
         for name in ("pipeline_parallel", "attention_data_parallel"):
             if attrs.get(name, 1) != 1:
                 raise serializers.ValidationError({name: "The simulator models one pipeline stage and one KV cache per replica; give 1."})
-        if attrs["decoding"]["method"] != "ar":
-            raise serializers.ValidationError({"decoding": {"method": "The simulator steps autoregressive decoding only; use ar."}})
+        if attrs["decoding"]["method"] not in SIMULATED_DECODINGS:
+            raise serializers.ValidationError({"decoding": {"method": f"The simulator steps {', '.join(SIMULATED_DECODINGS)} decoding; "
+                                                                      f"not {attrs['decoding']['method']}."}})  # fmt: skip
         trace = self._trace(attrs)
         workload = attrs.get("workload") or {}
         if trace is None and not attrs.get("workload"):

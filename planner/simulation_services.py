@@ -43,6 +43,7 @@ from planner.engine.simulation import (
     SimulationWorkload,
     Slos,
     latency_cdf,
+    mean_lengths,
     rate_sweep,
     simulate,
     simulate_disaggregated,
@@ -283,7 +284,8 @@ def _check_simulable(data: dict[str, Any]) -> None:
     options = scheduler_from(data.get("scheduler"))
     try:
         step_cost_for(setup.model, setup.deployment, efficiency=setup.efficiency, calibration=setup.calibration, token_budget=options.token_budget,
-                      max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens)  # fmt: skip
+                      max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
+                      workload=mean_lengths(data["engine_workload"]))  # fmt: skip
     except ValueError as exc:
         raise SimulationRefused(str(exc)) from None
 

@@ -264,3 +264,18 @@ def test_a_sweep_counts_every_pass_toward_the_inline_size_and_a_worker_runs_it_t
     settings.SIMULATION_INLINE_MAX_REQUESTS = 5_000
     inline = token_client.post("/api/v1/simulations/", body, format="json").json()["results"]
     assert [p["ttft_s"] for p in done["sweep"]["points"]] == [p["ttft_s"] for p in inline["sweep"]["points"]]
+
+
+def test_speculative_decoding_is_simulated_round_by_round_and_diffusion_is_refused_by_name(catalog, token_client):
+    heads = {"method": "draft_heads", "head_kind": "eagle", "draft_tokens": 3, "acceptance_rate": 0.7}
+    response = token_client.post("/api/v1/simulations/", {**BODY, "decoding": heads}, format="json")
+    assert response.status_code == 201, response.json()
+    results = response.json()["results"]
+    assert results["completed"] == 300 and results["preemptions"] == 0
+    assert any(note.startswith("eagle(k=3): each decode step is a round") for note in results["notes"])
+    plain = token_client.post("/api/v1/simulations/", BODY, format="json").json()["results"]
+    assert results["tpot_s"]["p50"] < plain["tpot_s"]["p50"]
+    diffusion = {"method": "diffusion", "steps": 64}
+    refused = token_client.post("/api/v1/simulations/", {**BODY, "model": "llada-8b", "decoding": diffusion}, format="json")
+    assert refused.status_code == 400 and "not diffusion" in str(refused.json()["decoding"]["method"])
+    assert not SimulationRun.objects.filter(model_slug="llada-8b").exists()

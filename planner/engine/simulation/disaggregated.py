@@ -107,8 +107,8 @@ def simulate_disaggregated_with_cost(
             arrival_s=ready[order], prompt_tokens=prompt[order] + 1, output_tokens=output[order] - 1,
             prefix_tokens=np.zeros(len(order), dtype=prompt.dtype), kv_transferred_tokens=prompt[order],
         )  # fmt: skip
-        decode = merge_schedules([(index, run_schedule(decode_cost, share, prefix_caching=False))
-                                  for index, share in split_round_robin(second_stage, decode_replicas)], len(order))  # fmt: skip
+        decode = merge_schedules([(index, run_schedule(decode_cost, share, prefix_caching=False, seed=workload.seed + r))
+                                  for r, (index, share) in enumerate(split_round_robin(second_stage, decode_replicas))], len(order))  # fmt: skip
         finish[order] = decode.finish_s
         preemptions[order] += decode.preemptions
     pools = [prefill] + ([decode, _on_the_wire(sent[moves], ready[moves])] if decode is not None else [])

@@ -15,6 +15,9 @@ Each step (one forward of the model):
    does not fit stops admission;
 5. the step takes StepCost time; a sequence whose prefill completes emits its first token at the
    step's end, each decoding sequence one token.
+A speculative step cost (speculation.py) makes each decode step a round of k + 1 verified positions
+that emits a drawn number of tokens; such a replica reserves each request's whole context at admission
+(TensorRT-LLM's GUARANTEED_NO_EVICT), so steps 2-3 never grow or preempt.
 
 Speed (10,000 requests in well under a second on one core, in plain Python): nothing here loops over
 the running sequences per step. Decoding sequences advance together, so the scheduler keeps only
@@ -63,10 +66,12 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def run_schedule(
-    cost: StepCost, requests: Requests, *, prefix_caching: bool = True, arrival_offset_s: float = 0.0, max_steps: int = 50_000_000
+    cost: StepCost, requests: Requests, *, prefix_caching: bool = True, arrival_offset_s: float = 0.0, max_steps: int = 50_000_000,
+    seed: int = 0,
 ) -> Schedule:
     """Simulate `requests` on one replica whose steps cost `cost`; see the module docstring.
-    arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead)."""
+    arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead).
+    seed: a speculative cost's draws of the tokens each round emits."""
     bt = cost.kv_block_tokens
     n = len(requests)
     prompt = requests.prompt_tokens.tolist()
@@ -80,8 +85,19 @@ def run_schedule(
     cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
     prefix_blocks = max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
     free = cost.kv_blocks - prefix_blocks
-    _check_fits(prompt, output, cached, bt, free)
-    cap = cost.token_budget if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget)
+    # Speculative decoding (speculation.py): each decode step is a round of k + 1 verified positions per
+    # sequence, emitting a drawn number of tokens. A request's rounds are drawn when it starts decoding;
+    # its whole context (and the k positions a round writes ahead) is reserved at admission, as
+    # TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler does, so nothing grows or is preempted; the
+    # context read per round advances by tau, the mean tokens a round emits.
+    spec = cost.speculation
+    reserve = spec is not None
+    q = cost.tokens_per_decode
+    slack = q - 1
+    tau = spec.tokens_per_round if reserve else 1.0
+    rounds = spec.drawer(sum(output), np.random.default_rng(seed)).rounds if reserve else None
+    _check_fits(prompt, output, cached, bt, free, slack)
+    cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
     exact = cost.full_context
 
@@ -155,7 +171,7 @@ def run_schedule(
             if budget <= 0:
                 break
             k = min(target[i] - done[i], budget)
-            nb = _ceil_div(done[i] + k, bt) - cached[i] // bt - held[i]
+            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt - held[i]
             chunks.append((i, k, nb))
             blocks += nb
             budget -= k
@@ -179,7 +195,7 @@ def run_schedule(
         admit = True
         if prefilling or grow > free:
             while True:
-                chunks, chunk_blocks, budget = plan_chunks(token_budget - n_dec)
+                chunks, chunk_blocks, budget = plan_chunks(token_budget - n_dec * q)
                 if grow + chunk_blocks <= free or not running:
                     break
                 preempt_newest()
@@ -196,12 +212,15 @@ def run_schedule(
                     completed.append(i)
         else:  # the common step: decodes only, and blocks to spare
             free -= grow
-            budget = token_budget - n_dec
+            budget = token_budget - n_dec * q
         # 4: admission, first come first served.
         while admit and waiting and budget > 0 and len(running) < cap:
             i = waiting[0]
             k = min(target[i] - done[i], budget)
-            nb = _ceil_div(done[i] + k, bt) - cached[i] // bt
+            if reserve:  # the whole context, the answer's tokens still to come and a round's draft positions
+                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt
+            else:
+                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt
             if nb > free:
                 break
             waiting.popleft()
@@ -230,15 +249,20 @@ def run_schedule(
         p_append(p_tokens)
         d_append(n_dec)
         now += dt
-        ctx_sum += n_dec
+        ctx_sum += n_dec * tau
         for i in finish_at.pop(s, ()):
             if finish_step[i] != s:
                 continue  # preempted since: its entry is stale
-            ctx = start_ctx[i] + (s - s0[i]) + 1
-            free += _ceil_div(ctx, bt) - cached[i] // bt
+            if reserve:
+                free += held[i]
+                held[i] = 0
+                ctx_sum -= start_ctx[i] + (s - s0[i] + 1) * tau
+            else:
+                ctx = start_ctx[i] + (s - s0[i]) + 1
+                free += _ceil_div(ctx, bt) - cached[i] // bt
+                ctx_sum -= ctx
+                phase[(s0[i] - start_ctx[i]) % bt] -= 1
             n_dec -= 1
-            ctx_sum -= ctx
-            phase[(s0[i] - start_ctx[i]) % bt] -= 1
             del running[i]
             state[i] = FINISHED
             finish[i] = now
@@ -263,12 +287,15 @@ def run_schedule(
                     issued += 1
                 continue
             state[i] = DECODING
-            held[i] = 0  # a decoding sequence's blocks follow from its context
             s0[i], start_ctx[i] = s + 1, target[i]
-            phase[(s + 1 - target[i]) % bt] += 1
             n_dec += 1
             ctx_sum += target[i]
-            end = s + output[i] - gen[i]
+            if reserve:  # it keeps its reserved blocks; its rounds are drawn
+                end = s + rounds(output[i] - gen[i])
+            else:
+                held[i] = 0  # a decoding sequence's blocks follow from its context
+                phase[(s + 1 - target[i]) % bt] += 1
+                end = s + output[i] - gen[i]
             finish_step[i] = end
             finish_at.setdefault(end, []).append(i)
         s += 1
@@ -300,9 +327,9 @@ def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray
     return out
 
 
-def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int) -> None:
+def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int = 0) -> None:
     """A request whose whole context exceeds the KV cache could never finish: say which, up front."""
-    need = [_ceil_div(p + g, bt) - c // bt for p, g, c in zip(prompt, output, cached)]
+    need = [_ceil_div(p + g + slack, bt) - c // bt for p, g, c in zip(prompt, output, cached)]
     worst = int(np.argmax(need)) if need else 0
     if need and need[worst] > free:
         raise ValueError(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..deployment import Deployment
 from ..efficiency import Calibration, Override
-from ..specs import ModelSpec
+from ..specs import ModelSpec, Workload
 from ..units import KV_BLOCK_TOKENS
 from .disaggregated import kv_transfer_for, simulate_disaggregated_with_cost
 from .results import SimulationResult, Slos, summarise
@@ -48,13 +48,22 @@ def simulate(
     calibration: Calibration | None = None,
 ) -> SimulationResult:
     options = options or SchedulerOptions()
-    cost = _step_cost(model, deployment, options, efficiency, calibration)
+    cost = _step_cost(model, deployment, workload, options, efficiency, calibration)
     return simulate_with_cost(cost, workload, slos=slos, prefix_caching=options.prefix_caching, replicas=deployment.replicas)
 
 
-def _step_cost(model: ModelSpec, deployment: Deployment, options: SchedulerOptions, efficiency, calibration) -> StepCost:
+def _step_cost(model: ModelSpec, deployment: Deployment, workload: SimulationWorkload, options: SchedulerOptions, efficiency,
+               calibration) -> StepCost:  # fmt: skip
     return step_cost_for(model, deployment, efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
-                         max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens)  # fmt: skip
+                         max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
+                         workload=mean_lengths(workload))  # fmt: skip
+
+
+def mean_lengths(workload: SimulationWorkload) -> Workload:
+    """The workload's mean prompt and output lengths (what a speculative method's draft phase is priced at)."""
+    requests = workload.sample()
+    return Workload(prompt_tokens=max(int(round(float(requests.prompt_tokens.mean()))), 1),
+                    output_tokens=max(int(round(float(requests.output_tokens.mean()))), 1))  # fmt: skip
 
 
 def simulate_disaggregated(
@@ -72,7 +81,7 @@ def simulate_disaggregated(
     """`deployment`'s replicas as the decode pool and `prefill_replicas` more of the same shape as the
     prefill pool, under the same scheduler options and efficiency factors (disaggregated.py)."""
     options = options or SchedulerOptions()
-    cost = _step_cost(model, deployment, options, efficiency, calibration)
+    cost = _step_cost(model, deployment, workload, options, efficiency, calibration)
     transfer = kv_transfer_for(model, deployment, bytes_per_s_per_chip=kv_bytes_per_s_per_chip)
     return simulate_disaggregated_with_cost(cost, cost, workload, prefill_replicas=prefill_replicas, decode_replicas=deployment.replicas,
                                             transfer=transfer, slos=slos, prefix_caching=options.prefix_caching)  # fmt: skip
@@ -86,8 +95,8 @@ def simulate_with_cost(
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     requests = workload.sample()
     offset = cost.request_overhead_s
-    parts = [(index, run_schedule(cost, share, prefix_caching=prefix_caching, arrival_offset_s=offset))
-             for index, share in split_round_robin(requests, replicas)]  # fmt: skip
+    parts = [(index, run_schedule(cost, share, prefix_caching=prefix_caching, arrival_offset_s=offset, seed=workload.seed + r))
+             for r, (index, share) in enumerate(split_round_robin(requests, replicas))]  # fmt: skip
     schedule = merge_schedules(parts, len(requests))
     notes = _notes(cost, workload, prefix_caching, replicas)
     return summarise(schedule, requests, offset_s=offset, slos=slos or Slos(), notes=notes)
@@ -95,6 +104,12 @@ def simulate_with_cost(
 
 def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, replicas: int) -> tuple[str, ...]:
     notes = []
+    if cost.speculation is not None:
+        sp = cost.speculation
+        notes.append(f"{sp.label}: each decode step is a round of {sp.draft_tokens} draft tokens verified, emitting 1 to "
+                     f"{sp.draft_tokens + 1} tokens per sequence (acceptance {sp.acceptance_rate:.2f} per draft token, "
+                     f"{sp.tokens_per_round:.2f} on average), each request's rounds drawn; its KV for the whole answer is "
+                     f"reserved at admission (no growth, no preemption), and the draft phase is priced at the workload's mean context")  # fmt: skip
     if replicas > 1:
         notes.append(f"{replicas} replicas behind a round-robin router, each with its own queue and KV cache")
     if not cost.full_context:

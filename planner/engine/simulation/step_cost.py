@@ -17,7 +17,8 @@ A test holds step_time_s against forward_cost for the same step (tests/planner/e
 
 Scope: one replica (simulate.py runs several side by side), one pipeline stage, no attention data
 parallelism (the micro-batching of pipeline stages and per-attention-replica KV caches are not
-tabulated; `step_cost_for` says so).
+tabulated; `step_cost_for` says so); autoregressive decoding, or speculative rounds (speculation.py:
+k + 1 verified positions per sequence and the method's draft phase).
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ import numpy as np
 from ..attention import Attention
 from ..chips import policy_for
 from ..decoding import Autoregressive
+from ..decoding.base import ResidentModel
 from ..deployment import Deployment
-from ..dtypes import compute_table, default_kv_dtype
-from ..efficiency import Calibration, Override, efficiency_table
+from ..efficiency import Calibration, Override
 from ..forward import forward_cost
-from ..grid import CandidateGrid
-from ..hardware import CandidateHardware, candidate_hardware, chip_table
+from ..hardware import CandidateHardware
 from ..memory import SequenceFootprint, memory_fit
-from ..specs import ModelSpec
-from ..units import DTYPE_CODE, KV_BLOCK_TOKENS
+from ..specs import ModelSpec, Workload
+from ..units import KV_BLOCK_TOKENS
+from .arrays import deployment_arrays
+from .speculation import SPECULATING, Speculation, speculation_for
 
 _PROBE = 1e6  # pairs / KV tokens of the linear probes: large enough that rounding is negligible
 
@@ -69,6 +71,12 @@ class StepCost:
     max_sequences: int | None  # the engine's cap on running sequences (None: none set)
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
+    speculation: Speculation | None = None  # speculative decoding: each decode step is a round (speculation.py)
+
+    @property
+    def tokens_per_decode(self) -> int:
+        """Tokens a decoding sequence puts through the target per step: 1, or k + 1 verified."""
+        return 1 if self.speculation is None else self.speculation.draft_tokens + 1
 
     def step_time_s(
         self,
@@ -85,8 +93,9 @@ class StepCost:
         chunks) while `decode_sequences` sequences decode one token each, reading
         `decode_context_tokens` cached tokens in all and attending as many (query, key) pairs unless
         `decode_pairs` says otherwise (a window or a recurrent state)."""
-        if prefill_tokens + decode_sequences > self.token_budget:
-            raise ValueError(f"a step of {prefill_tokens + decode_sequences} tokens exceeds the token budget of {self.token_budget}")
+        tokens = prefill_tokens + decode_sequences * self.tokens_per_decode
+        if tokens > self.token_budget:
+            raise ValueError(f"a step of {tokens} tokens exceeds the token budget of {self.token_budget}")
         if prefill_pairs is None:
             prefill_pairs = float(self.attention.causal_pairs(float(prefill_tokens)))
         pairs = decode_context_tokens if decode_pairs is None else decode_pairs
@@ -101,6 +110,17 @@ class StepCost:
         per_prefill_pair, per_decode_pair = self.compute_s_per_prefill_pair, self.compute_s_per_decode_pair
         per_kv = self.memory_s_per_kv_token
         prefill_overhead = self.prefill_overhead_s
+        if self.speculation is not None:  # a round: the draft phase, then k + 1 positions verified per sequence
+            q, draft = self.tokens_per_decode, self.speculation.draft_s_by_sequences
+
+            def round_seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
+                t = prefill_tokens + decode_sequences * q
+                compute = compute_t[t] + per_prefill_pair * prefill_pairs + per_decode_pair * q * decode_pairs
+                memory = memory_t[t] + per_kv * (decode_kv_tokens + prefill_kv_tokens)
+                step = (compute if compute > memory else memory) + fixed_t[t] + draft[decode_sequences]
+                return step + prefill_overhead if prefill_tokens else step
+
+            return round_seconds
 
         def seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
             t = prefill_tokens + decode_sequences
@@ -116,16 +136,7 @@ def deployment_hardware(
     model: ModelSpec, deployment: Deployment, *, efficiency: Override | None = None, calibration: Calibration | None = None
 ) -> CandidateHardware:
     """The one-candidate hardware arrays estimate() builds for this deployment (the same calls as evaluate())."""
-    kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
-    chips = (deployment.chip,)
-    grid = CandidateGrid(
-        chip_index=np.zeros(1), chip_count=np.full(1, deployment.chip_count), tensor_parallel=np.full(1, deployment.tensor_parallel),
-        pipeline_parallel=np.full(1, deployment.pipeline_parallel), weight_dtype=np.full(1, DTYPE_CODE[deployment.weight_dtype]),
-        kv_dtype=np.full(1, DTYPE_CODE[kv]), batch=np.ones(1), decoding_index=np.zeros(1),
-        attention_data_parallel=np.full(1, deployment.attention_data_parallel),
-    )  # fmt: skip
-    factors = efficiency_table(chips, calibration=calibration, override=efficiency)
-    return candidate_hardware(chip_table(chips), grid, compute_table(chips), factors)
+    return deployment_arrays(model, deployment, efficiency=efficiency, calibration=calibration)[2]
 
 
 def _unsupported(deployment: Deployment) -> str | None:
@@ -133,8 +144,8 @@ def _unsupported(deployment: Deployment) -> str | None:
         return f"pipeline_parallel={deployment.pipeline_parallel}: the simulator models one pipeline stage (no micro-batching)"
     if deployment.attention_data_parallel != 1:
         return f"attention_data_parallel={deployment.attention_data_parallel}: per-replica KV caches are not simulated"
-    if not isinstance(deployment.decoding, Autoregressive):
-        return f"decoding {deployment.decoding.label!r}: the simulator steps autoregressive decoding only"
+    if not isinstance(deployment.decoding, (Autoregressive, *SPECULATING)):
+        return f"decoding {deployment.decoding.label!r}: the simulator steps autoregressive and speculative decoding only"
     return None
 
 
@@ -147,11 +158,13 @@ def step_cost_for(
     token_budget: int | None = None,
     max_sequences: int | None = None,
     kv_block_tokens: int = KV_BLOCK_TOKENS,
+    workload: Workload | None = None,
 ) -> StepCost:
     """The step cost of one replica of `deployment` under the same efficiency factors an estimate uses.
 
     token_budget / max_sequences: the scheduler's max_num_batched_tokens and max_num_seqs; by default
-    the chip's serving-engine scheduler values (specs.Scheduler), as the estimate reads them."""
+    the chip's serving-engine scheduler values (specs.Scheduler), as the estimate reads them. workload: the
+    mean lengths a speculative method's draft phase is priced at (speculation.py); needed for one."""
     problem = _unsupported(deployment)
     if problem:
         raise ValueError(f"cannot simulate {model.slug} on {deployment.chip.slug}: {problem}")
@@ -166,6 +179,15 @@ def step_cost_for(
     cap = max_sequences if max_sequences is not None else (None if np.isinf(hw.max_batch_sequences[0]) else int(hw.max_batch_sequences[0]))
     if cap is not None and cap < 1:
         raise ValueError("max_sequences must be >= 1")
+    speculation, resident = None, ()
+    if isinstance(deployment.decoding, SPECULATING):
+        if workload is None:
+            raise ValueError("a speculative step cost needs the workload's mean lengths for its draft phase")
+        k1 = deployment.decoding.draft_tokens + 1
+        if budget < k1:
+            raise ValueError(f"token_budget {budget} is below the {k1} tokens one sequence verifies per round")
+        speculation, resident = speculation_for(model, deployment, workload=workload, max_sequences=budget // k1,
+                                                efficiency=efficiency, calibration=calibration)  # fmt: skip
     tokens = np.arange(budget + 1, dtype=float)
     row = hw.take(np.zeros(budget + 1, dtype=np.int64))
     ones = np.ones(budget + 1)
@@ -191,20 +213,24 @@ def step_cost_for(
         prefill_overhead_s=float(hw.prefill_layer_overhead_s[0] * model.num_layers),
         request_overhead_s=float(hw.request_overhead_s[0]),
         kv_block_tokens=kv_block_tokens,
-        kv_blocks=kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget),
+        kv_blocks=kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident),
         max_sequences=cap,
         full_context=_reads_full_context(attention),
         attention=attention,
+        speculation=speculation,
     )
 
 
-def kv_block_capacity(model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int) -> int:
+def kv_block_capacity(
+    model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int, resident: tuple[ResidentModel, ...] = ()
+) -> int:
     """Blocks of `block_tokens` the KV cache holds, by memory.py's own rule: memory_fit() for a
     "sequence" of one block, with the engine's batch cap lifted (it caps sequences, not blocks) and
-    the activation workspace of one full step reserved."""
+    the activation workspace of one full step reserved; `resident` (a draft model or heads) holds its
+    weights and, with a cache, its own KV for every block's tokens."""
     uncapped = dataclasses.replace(hw, max_batch_sequences=np.full(1, np.inf))
     one_block = SequenceFootprint(cached_tokens=float(block_tokens), workspace_tokens=0.0, logit_rows=0.0)
-    fit = memory_fit(model, uncapped, footprint=one_block, prompt_tokens=float(token_budget))
+    fit = memory_fit(model, uncapped, footprint=one_block, prompt_tokens=float(token_budget), resident=resident)
     return int(fit.max_concurrency_per_replica[0])
 
 
