@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from frontend.templatetags.hwformat import num, usd
+from frontend.templatetags.hwformat import duration, num, usd
 
 # The x range of every roofline chart (FLOP per byte): decode of a small batch (~1) to
 # prefill of long prompts (~10^4), with every catalog ridge (CPUs ~30, accelerators ~500) inside.
@@ -366,3 +366,153 @@ def fleet_view(results: Mapping[str, Any]) -> dict[str, Any]:
         "usd_chart": fleet_class_chip_chart(allocation, measure="usd"), "replicas_chart": fleet_class_chip_chart(allocation, measure="replicas"),
         "month_chart": fleet_month_chart(usd, replicas_per_month) if months > 1 else None,
     }  # fmt: skip
+
+
+# --- serving simulations: tables and chart data ------------------------------------------------------
+# A SimulationRun's stored results (planner/simulation_services.py result_json) rearranged for its page and
+# for static/frontend/js/simulation.js (Chart.js). Older runs lack `cdf` and `sweep` (and a plan's candidates
+# `series`): each shaping function answers None then, and the page leaves that chart out.
+LATENCY_METRICS = (("ttft_s", "TTFT", "time to first token"), ("tpot_s", "TPOT", "time per output token after the first"),
+                   ("e2e_s", "End to end", "from sending the request to its last token"))  # fmt: skip
+LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
+SLO_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End to end"))
+SWEEP_LINES = (("ttft_s", "p50", "TTFT p50"), ("ttft_s", "p99", "TTFT p99"), ("tpot_s", "p50", "TPOT p50"), ("tpot_s", "p99", "TPOT p99"))
+# A swept range wider than this ratio is drawn on a log axis.
+LOG_RATE_RATIO = 20.0
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def latency_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """TTFT, TPOT and end-to-end latency at mean, p50, p90, p95, p99 (seconds; None where the run has none,
+    e.g. TPOT when every answer is one token)."""
+    rows = []
+    for key, label, description in LATENCY_METRICS:
+        stats = results.get(key) or {}
+        rows.append({"key": key, "label": label, "description": description, "values": [stats.get(s) for s in LATENCY_STATS]})
+    return rows
+
+
+def slo_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each percentile SLO asked, as simulated: {metric, label, p, s, value_s, met}, in TTFT, TPOT, e2e order."""
+    checks = results.get("slo_percentiles") or {}
+    return [{"metric": metric, "label": label, **checks[metric]} for metric, label in SLO_METRICS if metric in checks]
+
+
+def slo_bounds(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The SLO bound of each latency, for the charts' lines: {"ttft_s": {"p": 95, "s": 0.5}, ...}; a per-request
+    bound without a percentile (`slos`) has p None. Percentile SLOs win where both are given."""
+    out: dict[str, dict[str, Any]] = {}
+    for metric, bound in (results.get("slos") or {}).items():
+        if _finite(bound):
+            out[metric if metric.endswith("_s") else f"{metric}_s"] = {"p": None, "s": bound}
+    for metric, check in (results.get("slo_percentiles") or {}).items():
+        if _finite(check.get("s")):
+            out[f"{metric}_s"] = {"p": check.get("p"), "s": check["s"]}
+    return out
+
+
+def goodput_bounds_label(results: Mapping[str, Any]) -> str:
+    """The per-request bounds goodput counted: 'TTFT ≤ 500 ms, TPOT ≤ 50 ms' ('' when none)."""
+    labels = dict(SLO_METRICS)
+    return ", ".join(f"{labels[metric.removesuffix('_s')]} ≤ {duration(bound)}" for metric, bound in (results.get("slos") or {}).items()
+                     if metric.removesuffix("_s") in labels and _finite(bound))  # fmt: skip
+
+
+def cdf_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The latency CDFs: per metric, points (x = latency in s, y = share of requests at or under it, 0-1) from
+    results["cdf"] (each latency at every whole percent), and the metric's SLO bound. None without a cdf."""
+    cdf = results.get("cdf") or {}
+    quantiles = cdf.get("quantiles") or []
+    if not quantiles:
+        return None
+    bounds = slo_bounds(results)
+    metrics = []
+    for key, label, _description in LATENCY_METRICS:
+        points = [{"x": v, "y": q / 100.0} for q, v in zip(quantiles, cdf.get(key) or []) if _finite(v) and _finite(q)]
+        if points:
+            metrics.append({"key": key, "label": label, "points": points, "slo": bounds.get(key)})
+    return {"metrics": metrics} if metrics else None
+
+
+def series_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Queue length and running sequences (counts) and KV utilisation (as %) against time, from results["series"]."""
+    series = results.get("series") or {}
+    times = series.get("time_s") or []
+    if not times:
+        return None
+
+    def line(name: str, scale: float = 1.0) -> list[dict[str, float]]:
+        return [{"x": t, "y": v * scale} for t, v in zip(times, series.get(name) or []) if _finite(t) and _finite(v)]
+
+    return {"queue": line("queue_length"), "running": line("running"), "kv_percent": line("kv_utilisation", 100.0),
+            "duration_s": times[-1]}  # fmt: skip
+
+
+def sweep_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A rate sweep's pictures: p50/p99 TTFT and TPOT against the request rate (points with no positive value
+    left out: the axis is logarithmic), goodput and the offered rate against it, the overloaded points, the SLO
+    bounds and the knee. None when the run was not a sweep."""
+    sweep = results.get("sweep") or {}
+    points = [p for p in sweep.get("points") or [] if _finite(p.get("rate_per_s"))]
+    if not points:
+        return None
+    rates = [p["rate_per_s"] for p in points]
+    lines = []
+    for metric, stat, label in SWEEP_LINES:
+        values = [{"x": p["rate_per_s"], "y": (p.get(metric) or {}).get(stat)} for p in points]
+        values = [v for v in values if _finite(v["y"]) and v["y"] > 0]
+        if values:
+            lines.append({"metric": metric, "stat": stat, "label": label, "points": values})
+    goodput = [{"x": p["rate_per_s"], "y": p["goodput_requests_per_s"]} for p in points if _finite(p.get("goodput_requests_per_s"))]
+    bounds = slo_bounds(results)
+    low, high = min(rates), max(rates)
+    return {
+        "lines": lines, "goodput": goodput, "offered": [{"x": r, "y": r} for r in rates],
+        "overloaded": [{"x": p["rate_per_s"], "y": p["goodput_requests_per_s"]} for p in points
+                       if p.get("overloaded") and _finite(p.get("goodput_requests_per_s"))],
+        "knee_rate_per_s": sweep.get("knee_rate_per_s"),
+        "slo": {key: bounds[key] for key in ("ttft_s", "tpot_s") if key in bounds},
+        "rate_range": [low, high], "x_scale": "logarithmic" if low > 0 and high / low >= LOG_RATE_RATIO else "linear",
+    }  # fmt: skip
+
+
+def sweep_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The swept points for a table, each marked where it is the knee."""
+    sweep = results.get("sweep") or {}
+    knee = sweep.get("knee_rate_per_s")
+    return [{**p, "is_knee": knee is not None and p.get("rate_per_s") == knee} for p in sweep.get("points") or []]
+
+
+def _lengths_label(spec: Mapping[str, Any] | None) -> str:
+    spec = spec or {}
+    kind = spec.get("kind", "fixed")
+    if kind == "fixed":
+        return num(spec.get("tokens"))
+    if kind in ("normal", "lognormal"):
+        return f"{kind} {num(spec.get('mean_tokens'))} ± {num(spec.get('std_tokens'))}"
+    return kind
+
+
+def simulation_workload_label(inputs: Mapping[str, Any], *, request_count: int | None = None, trace_rows: int | None = None) -> str:
+    """'1,000 requests · Poisson 5 req/s · prompt 1,000 · output lognormal 200 ± 100 tokens' (a trace: its rows)."""
+    if "candidate_rank" in inputs and "plan" in inputs:
+        return f"a plan's simulation stage, candidate #{inputs['candidate_rank']}"
+    workload = inputs.get("workload") or {}
+    if trace_rows:
+        return f"a trace of {num(trace_rows)} requests"
+    arrivals = workload.get("arrivals") or {}
+    kind = arrivals.get("kind", "poisson")
+    if kind == "closed_loop":
+        load = f"closed loop of {num(arrivals.get('concurrency'))} clients"
+        if arrivals.get("think_time_s"):
+            load += f", {num(arrivals['think_time_s'])} s think time"
+    elif kind == "gamma":
+        load = f"bursty {num(arrivals.get('rate_per_s'))} req/s (CV {num(arrivals.get('cv'))})"
+    else:
+        load = f"Poisson {num(arrivals.get('rate_per_s'))} req/s"
+    requests = workload.get("requests", request_count)
+    return (f"{num(requests)} requests · {load} · prompt {_lengths_label(workload.get('prompt'))} · "
+            f"output {_lengths_label(workload.get('output'))} tokens")  # fmt: skip

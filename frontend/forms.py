@@ -5,7 +5,10 @@ values and messages between the form's flat names and the serializer's nested sh
 """
 from __future__ import annotations
 
+import json
+
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -302,3 +305,189 @@ def fleet_class_rows(values: Mapping[str, Any], errors: Mapping[str, list[str]])
         "values": {name: values.get(class_field(row, name), "") for name in names},
         "errors": {name: errors.get(class_field(row, name), []) for name in names if errors.get(class_field(row, name))},
     } for row in range(FLEET_CLASS_ROWS)]  # fmt: skip
+
+
+# --- the simulation form ----------------------------------------------------------------------
+# SimulationInputSerializer's input (POST /api/v1/simulations/) from flat fields. As for plans and fleets,
+# the serializer validates everything and its errors are moved back onto the fields that caused them.
+SIMULATION_DEFAULT_MODEL = "llama-3.1-8b"
+SIMULATION_DEFAULT_CHIP = "nvidia-h100-sxm"
+SIMULATION_DEFAULT_REQUESTS = 1000
+SIMULATION_DEFAULT_PERCENTILE = 95
+ARRIVAL_CHOICES = (("poisson", "Poisson at a rate"), ("gamma", "Bursty (gamma gaps with a CV)"), ("closed_loop", "Closed loop of clients"))
+LENGTH_CHOICES = (("fixed", "Fixed"), ("lognormal", "Log-normal (mean, std)"))
+SIMULATION_CONFIG_FIELDS = ("model", "chip", "chip_count", "tensor_parallel", "weight_dtype", "kv_dtype", "serving_engine", "offering")
+SIMULATION_FIELDS = (
+    *SIMULATION_CONFIG_FIELDS, "requests", "arrivals", "rate_per_s", "cv", "concurrency", "think_time_s",
+    "prompt_kind", "prompt_tokens", "prompt_std_tokens", "output_kind", "output_tokens", "output_std_tokens", "seed",
+    "ttft_p", "ttft_s", "tpot_p", "tpot_s", "prefill_replicas", "sweep_rates", "max_sequences", "plan", "rank", "decoding",
+)  # fmt: skip
+# Serializer paths -> the form field that shows their errors (the longest matching prefix wins); a group's
+# own errors show at the top of its fieldset ("workload", "slos").
+SIMULATION_ERROR_FIELDS: dict[tuple[str, ...], str] = {
+    ("workload",): "workload", ("workload", "requests"): "requests", ("workload", "seed"): "seed",
+    ("workload", "arrivals"): "arrivals", ("workload", "arrivals", "rate_per_s"): "rate_per_s", ("workload", "arrivals", "cv"): "cv",
+    ("workload", "arrivals", "concurrency"): "concurrency", ("workload", "arrivals", "think_time_s"): "think_time_s",
+    **{path: field for part in ("prompt", "output") for path, field in (
+        (("workload", part), f"{part}_tokens"), (("workload", part, "kind"), f"{part}_kind"),
+        (("workload", part, "std_tokens"), f"{part}_std_tokens"),
+    )},
+    **{path: field for metric in ("ttft", "tpot") for path, field in (
+        (("slo_percentiles", metric), f"{metric}_s"), (("slo_percentiles", metric, "p"), f"{metric}_p"),
+    )},
+    ("slo_percentiles",): "slos", ("disaggregated",): "prefill_replicas", ("sweep",): "sweep_rates", ("scheduler",): "max_sequences",
+    ("decoding",): "form",
+    **{(name,): name for name in SIMULATION_CONFIG_FIELDS},
+}  # fmt: skip
+# Chip kinds whose prompts are padded to buckets: the simulator's step cost has no padding (docs/simulation.md).
+PADDED_CHIP_KINDS = frozenset({"tpu"})
+
+
+def simulation_initial_values() -> dict[str, Any]:
+    """An empty form: a small chat workload on one chip, the simulator's own defaults elsewhere."""
+    return {
+        "model": SIMULATION_DEFAULT_MODEL, "chip": SIMULATION_DEFAULT_CHIP, "chip_count": 1, "tensor_parallel": "auto", "weight_dtype": "bf16",
+        "kv_dtype": "", "serving_engine": "", "offering": "", "requests": SIMULATION_DEFAULT_REQUESTS, "arrivals": "poisson", "rate_per_s": 5,
+        "cv": 2, "concurrency": 32, "think_time_s": "", "prompt_kind": "fixed", "prompt_tokens": 1000, "prompt_std_tokens": "",
+        "output_kind": "fixed", "output_tokens": 200, "output_std_tokens": "", "seed": 0, "ttft_p": SIMULATION_DEFAULT_PERCENTILE,
+        "ttft_s": 0.5, "tpot_p": SIMULATION_DEFAULT_PERCENTILE, "tpot_s": 0.05, "prefill_replicas": "", "sweep_rates": "",
+        "max_sequences": "", "plan": "", "rank": "", "decoding": "",
+    }  # fmt: skip
+
+
+# Decoding labels (planner/engine/decoding/) the simulator steps: autoregressive, speculative rounds, diffusion blocks.
+SIMULATED_DECODING_PREFIXES = ("ar", "speculative(", "mtp(", "eagle(", "medusa(", "block_diffusion(")
+
+
+def simulation_refusal(row: Mapping[str, Any]) -> str | None:
+    """Why the simulation form cannot run a plan's ranked row (None: it can): the layouts and decodings the
+    simulator refuses (planner/simulation_serializers.py, engine/simulation/step_cost.py). The row's decoding
+    travels with the form as the plan's own options (simulation_values_from_plan)."""
+    if (row.get("pipeline_parallel") or 1) != 1:
+        return f"Pipeline parallel {row['pipeline_parallel']}: the simulator models one pipeline stage."
+    if (row.get("attention_data_parallel") or 1) != 1:
+        return f"Attention data parallel {row['attention_data_parallel']}: the simulator models one KV cache per replica."
+    decoding = row.get("decoding") or "ar"
+    if not (decoding == "ar" or decoding.startswith(SIMULATED_DECODING_PREFIXES[1:])):
+        return f"Decoding {decoding}: the simulator steps autoregressive, speculative and block-diffusion decoding only."
+    if row.get("chip_kind") in PADDED_CHIP_KINDS:
+        return f"{row.get('chip_slug')} pads prompts to buckets, which the simulator does not model."
+    return None
+
+
+def _prefill_replicas(plan_inputs: Mapping[str, Any], row: Mapping[str, Any]) -> int | str:
+    """A disaggregated plan row's prefill pool in replicas of the row's shape, as a plan's simulation stage counts it."""
+    if not plan_inputs.get("disaggregated"):
+        return ""
+    per_replica = (row.get("tensor_parallel") or 1) * (row.get("pipeline_parallel") or 1) * (row.get("attention_data_parallel") or 1)
+    pool = float(row.get("total_chips") or row.get("chip_count") or 0) - float(row.get("chip_count") or 0)
+    return max(int(round(pool / per_replica)), 1)
+
+
+def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str, Any], *, plan_id: Any, rank: int,
+                                 decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The form prefilled with a plan's ranked row (its configuration, its batch as max_num_seqs, as a plan's
+    simulation stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
+    rate (a plan sized by concurrency has none: the rate is left for the person to give) and its latency targets
+    as p95 SLOs (or the plan's own percentile SLOs)."""
+    workload = plan_inputs.get("workload") or {}
+    percentiles = plan_inputs.get("slo_percentiles") or {}
+    values = simulation_initial_values()
+    values.update(
+        model=row.get("model_slug") or plan_inputs.get("model", ""), chip=row.get("chip_slug", ""), chip_count=row.get("chip_count", 1),
+        tensor_parallel=row.get("tensor_parallel", "auto"), weight_dtype=row.get("weight_dtype", "bf16"), kv_dtype=row.get("kv_dtype") or "",
+        serving_engine=row.get("serving_engine") or "", offering=row.get("offering") or "",
+        rate_per_s=workload.get("request_rate_per_s") or "", concurrency=workload.get("concurrency") or values["concurrency"],
+        prompt_tokens=workload.get("prompt_tokens", values["prompt_tokens"]), output_tokens=workload.get("output_tokens", values["output_tokens"]),
+        max_sequences=row.get("batch") or "", prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
+        decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
+    )  # fmt: skip
+    for metric in ("ttft", "tpot"):
+        asked = percentiles.get(metric)
+        values[f"{metric}_p"] = asked["p"] if asked else SIMULATION_DEFAULT_PERCENTILE
+        values[f"{metric}_s"] = asked["s"] if asked else (workload.get(f"{metric}_slo_s") or "")
+    return values
+
+
+def simulation_submitted_values(post) -> dict[str, Any]:
+    """The simulation form's values as submitted, for redisplay (the plan it came from only if that is a plan id:
+    the page links to it)."""
+    values = {name: post.get(name, "") for name in SIMULATION_FIELDS}
+    try:
+        values["plan"] = str(uuid.UUID(values["plan"])) if values["plan"] else ""
+    except ValueError:
+        values["plan"] = values["rank"] = ""
+    return values
+
+
+def _lengths(post, part: str) -> dict[str, Any]:
+    tokens = post.get(f"{part}_tokens", "").strip()
+    if post.get(f"{part}_kind") == "lognormal":
+        lengths: dict[str, Any] = {"kind": "lognormal"}
+        if tokens:
+            lengths["mean_tokens"] = tokens
+        if post.get(f"{part}_std_tokens", "").strip():
+            lengths["std_tokens"] = post.get(f"{part}_std_tokens").strip()
+        return lengths
+    return {"kind": "fixed", "tokens": tokens} if tokens else {"kind": "fixed"}
+
+
+def _arrivals(post) -> dict[str, Any]:
+    kind = post.get("arrivals") or "poisson"
+    names = {"poisson": ("rate_per_s",), "gamma": ("rate_per_s", "cv"), "closed_loop": ("concurrency", "think_time_s")}.get(kind, ())
+    return {"kind": kind, **{name: post.get(name).strip() for name in names if _given(post.get(name, "").strip())}}
+
+
+def simulation_payload(post) -> dict[str, Any]:
+    """SimulationInputSerializer input from the form's POST data: the shape POST /api/v1/simulations/ takes.
+    Strings pass through unchanged, so the serializer says what is wrong with them; only the fields of the
+    chosen arrival process and length distributions are sent."""
+    payload: dict[str, Any] = {name: post.get(name, "").strip() for name in ("model", "chip", "chip_count", "weight_dtype")}
+    payload["tensor_parallel"] = post.get("tensor_parallel", "").strip() or "auto"
+    for name in ("kv_dtype", "serving_engine", "offering"):  # empty: the weights' dtype, the chip's default engine, the cheapest offering
+        if _given(post.get(name, "").strip()):
+            payload[name] = post.get(name).strip()
+    workload: dict[str, Any] = {"arrivals": _arrivals(post), "prompt": _lengths(post, "prompt"), "output": _lengths(post, "output")}
+    for name in ("requests", "seed"):
+        if _given(post.get(name, "").strip()):
+            workload[name] = post.get(name).strip()
+    payload["workload"] = workload
+    slos = {metric: {"p": post.get(f"{metric}_p", "").strip() or SIMULATION_DEFAULT_PERCENTILE, "s": post.get(f"{metric}_s").strip()}
+            for metric in ("ttft", "tpot") if _given(post.get(f"{metric}_s", "").strip())}  # fmt: skip
+    if slos:
+        payload["slo_percentiles"] = slos
+    if _given(post.get("prefill_replicas", "").strip()):
+        payload["disaggregated"] = {"prefill_replicas": post.get("prefill_replicas").strip()}
+    rates = [part.strip() for part in post.get("sweep_rates", "").replace(";", ",").split(",") if part.strip()]
+    if rates:
+        payload["sweep"] = {"rates_per_s": rates}
+    if _given(post.get("max_sequences", "").strip()):
+        payload["scheduler"] = {"max_sequences": post.get("max_sequences").strip()}
+    if post.get("decoding", "").strip():  # a plan row's decoding, as the plan took it (the serializer checks it)
+        try:
+            payload["decoding"] = json.loads(post.get("decoding"))
+        except ValueError:
+            payload["decoding"] = post.get("decoding")
+    return payload
+
+
+def simulation_field_for(path: tuple) -> str:
+    """The simulation form field that shows an error at a serializer path: ("workload", "arrivals", "rate_per_s")
+    -> "rate_per_s"; ("workload", "prompt", "mean_tokens") -> "prompt_tokens"; ("sweep", "rates_per_s", 2) ->
+    "sweep_rates"; ("disaggregated",) -> "prefill_replicas"; anything the form does not set -> "form"."""
+    keys = tuple(str(p) for p in path if not isinstance(p, int) and p != "non_field_errors")
+    for n in range(len(keys), 0, -1):
+        if keys[:n] in SIMULATION_ERROR_FIELDS:
+            return SIMULATION_ERROR_FIELDS[keys[:n]]
+    return "form"
+
+
+def simulation_form_errors(serializer_errors: Any) -> dict[str, list[str]]:
+    """Serializer errors (nested dicts and lists) -> {simulation form field: [messages]}; an error on one of
+    the swept rates says which."""
+    out: dict[str, list[str]] = {}
+    for path, message in _flatten(serializer_errors):
+        if path[:2] == ("sweep", "rates_per_s") and len(path) > 2 and isinstance(path[2], int):
+            message = f"rate {path[2] + 1}: {message}"
+        out.setdefault(simulation_field_for(path), []).append(message)
+    return out

@@ -6,12 +6,14 @@ import uuid
 from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count
+from django.db.models.fields.json import KeyTransform
 from django.forms.models import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -29,16 +31,19 @@ from jobs import services as jobs_services
 from planner import fleet_services
 from planner import selectors as plans
 from planner import services as planner_services
+from planner import simulation_services
 from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.engine.units import DTYPES
 from planner.engine_profiles import serving_engines
 from planner.fleet_serializers import FleetInputSerializer
-from planner.models import FleetPlan, Plan
+from planner.models import FleetPlan, Plan, SimulationRun
 from planner.result_schema import table_columns, validated_fields
 from planner.serializers import PlanInputSerializer
+from planner.simulation_serializers import SimulationInputSerializer
 
 PLANS_PER_PAGE = 20
 FLEETS_PER_PAGE = 20
+SIMULATIONS_PER_PAGE = 20
 MAX_COMPARED_CHIPS = 3
 # What a trial measures, as the result fields declare it (planner/engine/fields.py).
 VALIDATION_METRICS = tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields())
@@ -198,7 +203,8 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     results = plan.results or {}
     ranked = results.get("ranked") or []
     table = [
-        {"rank": rank, "row": row, "label": charts.configuration_label(row), "memory": charts.memory_breakdown(row.get("memory") or {})}
+        {"rank": rank, "row": row, "label": charts.configuration_label(row), "memory": charts.memory_breakdown(row.get("memory") or {}),
+         "simulation_refusal": forms.simulation_refusal(row)}
         for rank, row in enumerate(ranked, start=1)
     ]
     runs = [validation_context(run) for run in _validation_runs(plan)]
@@ -372,6 +378,114 @@ def fleet_detail(request: HttpRequest, fleet_id) -> HttpResponse:
         "fleet": fleet, "results": results, "inputs": inputs, "hardware": inputs.get("hardware") or {},
         "input_limits": inputs.get("limits") or {}, "view": charts.fleet_view(results),
     })  # fmt: skip
+
+
+# --- serving simulations ------------------------------------------------------------------------
+def _results_key(*path: str) -> KeyTransform:
+    """A value inside SimulationRun.results, read by the database (the list does not load the series and CDFs)."""
+    expression: Any = "results"
+    for key in path:
+        expression = KeyTransform(key, expression)
+    return expression
+
+
+# What the list shows of each run's results.
+SIMULATION_SUMMARY = {
+    "p95_ttft_s": ("ttft_s", "p95"), "p95_tpot_s": ("tpot_s", "p95"), "goodput_requests_per_s": ("goodput_requests_per_s",),
+    "usd_per_million_output_tokens": ("usd_per_million_output_tokens",), "overloaded": ("overloaded",),
+    "meets_slo_percentiles": ("meets_slo_percentiles",), "knee_rate_per_s": ("sweep", "knee_rate_per_s"),
+}  # fmt: skip
+
+
+@require_GET
+def simulation_list(request: HttpRequest) -> HttpResponse:
+    """The stored simulations, newest first (a plan's candidates are shown with their plan, as the API lists them)."""
+    runs = (SimulationRun.objects.filter(plan__isnull=True).defer("results", "trace")
+            .annotate(**{name: _results_key(*path) for name, path in SIMULATION_SUMMARY.items()}))  # fmt: skip
+    page = Paginator(runs, SIMULATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [{"run": run, "workload": charts.simulation_workload_label(run.inputs or {}, request_count=run.request_count)} for run in page]
+    return render(request, "frontend/simulation_list.html", {"page": page, "rows": rows})
+
+
+def _simulation_or_404(run_id) -> SimulationRun:
+    try:
+        return SimulationRun.objects.get(pk=run_id)
+    except (SimulationRun.DoesNotExist, ValidationError, ValueError):
+        raise Http404("No simulation with that id.") from None
+
+
+@require_GET
+def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
+    run = _simulation_or_404(run_id)
+    results = run.results or {}
+    inputs = run.inputs or {}
+    workload = charts.simulation_workload_label(inputs, request_count=run.request_count, trace_rows=len((run.trace or {}).get("arrival_s") or []))
+    if run.status != SimulationRun.Status.DONE:  # a worker is simulating (the page polls), or it failed
+        return render(request, "frontend/simulation_running.html", {
+            "run": run, "workload": workload, "error": run.error or results.get("error"), "failed": run.status == SimulationRun.Status.FAILED,
+        })  # fmt: skip
+    return render(request, "frontend/simulation_detail.html", {
+        "run": run, "results": results, "inputs": inputs, "workload": workload,
+        "latency_rows": charts.latency_rows(results), "latency_stats": charts.LATENCY_STATS, "slo_rows": charts.slo_rows(results),
+        "cdf": charts.cdf_chart(results), "series": charts.series_chart(results), "sweep": charts.sweep_chart(results),
+        "sweep_rows": charts.sweep_rows(results), "goodput_bounds": charts.goodput_bounds_label(results),
+    })  # fmt: skip
+
+
+def _simulation_form_context(values: dict[str, Any], errors: dict[str, list[str]], **extra: Any) -> dict[str, Any]:
+    # The simulator steps autoregressive and block-diffusion models (masked diffusion it does not).
+    models = [m for m in catalog.model_list() if m.generation_kind != ModelArch.GenerationKind.DIFFUSION]
+    return {
+        "values": values, "errors": errors, "models": models, "chips": catalog.chip_list().order_by("vendor", "slug"),
+        "offerings": catalog.offering_list().order_by("chip__slug", "slug"), "dtypes": DTYPES,
+        "serving_engines": serving_engines(), "arrival_choices": forms.ARRIVAL_CHOICES, "length_choices": forms.LENGTH_CHOICES,
+        "inline_max_requests": settings.SIMULATION_INLINE_MAX_REQUESTS, **extra,
+    }  # fmt: skip
+
+
+def _plan_row_values(request: HttpRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """?plan=<id>&rank=<n>: the form prefilled with that ranked row and the plan's workload, and what the page
+    says about it (the plan, the row, why the simulator cannot run it)."""
+    plan = _plan_or_404(request.GET["plan"])
+    ranked = (plan.results or {}).get("ranked") or []
+    try:
+        rank = int(request.GET.get("rank", "1"))
+    except ValueError:
+        rank = 0
+    if not 1 <= rank <= len(ranked):
+        raise Http404(f"Plan {plan.id} has no ranked configuration #{request.GET.get('rank')}.")
+    row = ranked[rank - 1]
+    values = forms.simulation_values_from_plan(plan.inputs or {}, row, plan_id=plan.id, rank=rank,
+                                               decoding=simulation_services.plan_row_decoding(plan, row))  # fmt: skip
+    source = {"plan": plan, "rank": rank, "label": charts.configuration_label(row), "refusal": forms.simulation_refusal(row),
+              "needs_rate": not (plan.inputs or {}).get("workload", {}).get("request_rate_per_s")}  # fmt: skip
+    return values, source
+
+
+@require_http_methods(["GET", "POST"])
+@rate_limited(UiWriteRateThrottle)
+def simulation_new(request: HttpRequest) -> HttpResponse:
+    """The form that simulates one configuration under one workload (the same serializer and service as
+    POST /api/v1/simulations/); ?plan=<id>&rank=<n> prefills it from a plan's ranked row."""
+    if request.method == "GET":
+        if request.GET.get("plan"):
+            values, source = _plan_row_values(request)
+        else:
+            values, source = forms.simulation_initial_values(), None
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, {}, source=source))
+    values = forms.simulation_submitted_values(request.POST)
+    if not request.user.is_authenticated:
+        # A simulation is stored (and may take a worker): writes need an account, as for plans and fleets.
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, {}, sign_in_required=True), status=403)
+    serializer = SimulationInputSerializer(data=forms.simulation_payload(request.POST))
+    if not serializer.is_valid():
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, forms.simulation_form_errors(serializer.errors)))
+    try:
+        run = simulation_services.simulation_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
+    except simulation_services.SimulationRefused as exc:  # a chip kind or a request the simulator cannot run: nothing stored
+        errors = {forms.simulation_field_for((exc.field,)): [str(exc)]}
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, errors))
+    return redirect("frontend:simulation-detail", run_id=run.id)
 
 
 # --- catalog --------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
 from planner.engine.simulation import Trace
 
 
-SIMULATED_DECODINGS = ("ar", "speculative", "draft_heads")
+SIMULATED_DECODINGS = ("ar", "speculative", "draft_heads", "block_diffusion")
 
 
 class SimulationInputSerializer(EstimateInputSerializer):

@@ -404,6 +404,24 @@ def _row_deployment(prepared, data: dict[str, Any], row: dict[str, Any]) -> Depl
                       decoding=decoding)  # fmt: skip
 
 
+def plan_row_decoding(plan: Plan, row: dict[str, Any]) -> dict[str, Any] | None:
+    """The decoding options (as POST /api/v1/plans/ took them) behind a plan row's decoding label, for a
+    simulation of that row; None when none of the plan's decodings gives that label."""
+    inputs = plan.inputs or {}
+    options = inputs.get("decodings") or [{"method": "ar"}]
+    model = ModelArch.objects.filter(slug=plan.model_slug).first()
+    output_tokens = int((inputs.get("workload") or {}).get("output_tokens") or 1)
+    if model is None:
+        return None
+    for option in options:
+        try:
+            if decoding_spec(option, model=model, output_tokens=output_tokens).label == row.get("decoding"):
+                return dict(option)
+        except (ValueError, ModelArch.DoesNotExist):
+            continue
+    return None
+
+
 def _row_prefill_replicas(data: dict[str, Any], row: dict[str, Any]) -> int:
     """A disaggregated plan row's prefill pool in replicas of the row's shape (its usd_per_hour already counts them)."""
     if not data.get("disaggregated"):

@@ -279,3 +279,13 @@ def test_speculative_decoding_is_simulated_round_by_round_and_diffusion_is_refus
     refused = token_client.post("/api/v1/simulations/", {**BODY, "model": "llada-8b", "decoding": diffusion}, format="json")
     assert refused.status_code == 400 and "not diffusion" in str(refused.json()["decoding"]["method"])
     assert not SimulationRun.objects.filter(model_slug="llada-8b").exists()
+
+
+def test_a_block_diffusion_model_is_simulated_block_by_block(catalog, token_client):
+    body = {**BODY, "model": "fast-dllm-v2-7b", "decoding": {"method": "block_diffusion", "block_size": 32, "steps_per_block": 8}}
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 201, response.json()
+    results = response.json()["results"]
+    assert results["completed"] == 300 and results["preemptions"] == 0
+    assert any(note.startswith("block_diffusion(B=32, S_eff=8)") for note in results["notes"])
+    assert results["ttft_s"]["p50"] > 0 and results["tpot_s"]["p50"] > 0

@@ -15,9 +15,11 @@ Each step (one forward of the model):
    does not fit stops admission;
 5. the step takes StepCost time; a sequence whose prefill completes emits its first token at the
    step's end, each decoding sequence one token.
-A speculative step cost (speculation.py) makes each decode step a round of k + 1 verified positions
-that emits a drawn number of tokens; such a replica reserves each request's whole context at admission
-(TensorRT-LLM's GUARANTEED_NO_EVICT), so steps 2-3 never grow or preempt.
+A multi-token step cost (multi_token.py: speculative rounds of k + 1 verified positions, or block
+diffusion's denoising and commit forwards of B positions) makes each decode step put several tokens per
+sequence through the model; such a replica reserves each request's whole context at admission
+(TensorRT-LLM's GUARANTEED_NO_EVICT), so steps 2-3 never grow or preempt, and each request's forwards
+(and, for block diffusion, the forward that releases its first token) are planned when it starts decoding.
 
 Speed (10,000 requests in well under a second on one core, in plain Python): nothing here loops over
 the running sequences per step. Decoding sequences advance together, so the scheduler keeps only
@@ -85,17 +87,19 @@ def run_schedule(
     cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
     prefix_blocks = max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
     free = cost.kv_blocks - prefix_blocks
-    # Speculative decoding (speculation.py): each decode step is a round of k + 1 verified positions per
-    # sequence, emitting a drawn number of tokens. A request's rounds are drawn when it starts decoding;
-    # its whole context (and the k positions a round writes ahead) is reserved at admission, as
-    # TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler does, so nothing grows or is preempted; the
-    # context read per round advances by tau, the mean tokens a round emits.
-    spec = cost.speculation
-    reserve = spec is not None
+    # Multi-token decoding (multi_token.py): each decode step puts q tokens per sequence through the
+    # model. A request's forwards are planned when it starts decoding; its whole context (and the
+    # positions a step writes ahead) is reserved at admission, as TensorRT-LLM's GUARANTEED_NO_EVICT
+    # capacity scheduler does, so nothing grows or is preempted; the context read per forward advances
+    # by the mean tokens a forward commits.
+    multi = cost.multi_token
+    reserve = multi is not None
     q = cost.tokens_per_decode
-    slack = q - 1
-    tau = spec.tokens_per_round if reserve else 1.0
-    rounds = spec.drawer(sum(output), np.random.default_rng(seed)).rounds if reserve else None
+    slack = multi.slack_tokens if reserve else 0
+    tau = multi.context_per_forward if reserve else 1.0
+    plan = multi.planner(sum(output), np.random.default_rng(seed)).plan if reserve else None
+    first_at_prefill = multi is None or multi.first_token_at_prefill
+    release_at: dict[int, list[int]] = {}  # block diffusion: the step whose end releases a request's first block
     _check_fits(prompt, output, cached, bt, free, slack)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
@@ -270,11 +274,15 @@ def run_schedule(
                 times.append(now + think)
                 order.append(issued)
                 issued += 1
+        for i in release_at.pop(s, ()):
+            if first[i] != first[i]:
+                first[i] = now
         for i in completed:
             prefilling.remove(i)
-            gen[i] += 1
-            if first[i] != first[i]:  # NaN: the first token of this request
-                first[i] = now
+            if first_at_prefill:
+                gen[i] += 1
+                if first[i] != first[i]:  # NaN: the first token of this request
+                    first[i] = now
             if gen[i] >= output[i]:
                 free += held[i]
                 held[i] = 0
@@ -290,8 +298,11 @@ def run_schedule(
             s0[i], start_ctx[i] = s + 1, target[i]
             n_dec += 1
             ctx_sum += target[i]
-            if reserve:  # it keeps its reserved blocks; its rounds are drawn
-                end = s + rounds(output[i] - gen[i])
+            if reserve:  # it keeps its reserved blocks; its forwards are planned
+                release, forwards = plan(output[i] - gen[i])
+                end = s + forwards
+                if release:
+                    release_at.setdefault(s + release, []).append(i)
             else:
                 held[i] = 0  # a decoding sequence's blocks follow from its context
                 phase[(s + 1 - target[i]) % bt] += 1

@@ -104,12 +104,18 @@ def simulate_with_cost(
 
 def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, replicas: int) -> tuple[str, ...]:
     notes = []
-    if cost.speculation is not None:
-        sp = cost.speculation
-        notes.append(f"{sp.label}: each decode step is a round of {sp.draft_tokens} draft tokens verified, emitting 1 to "
-                     f"{sp.draft_tokens + 1} tokens per sequence (acceptance {sp.acceptance_rate:.2f} per draft token, "
-                     f"{sp.tokens_per_round:.2f} on average), each request's rounds drawn; its KV for the whole answer is "
+    multi = cost.multi_token
+    if multi is not None and hasattr(multi, "draft_tokens"):
+        notes.append(f"{multi.label}: each decode step is a round of {multi.draft_tokens} draft tokens verified, emitting 1 to "
+                     f"{multi.draft_tokens + 1} tokens per sequence (acceptance {multi.acceptance_rate:.2f} per draft token, "
+                     f"{multi.tokens_per_round:.2f} on average), each request's rounds drawn; its KV for the whole answer is "
                      f"reserved at admission (no growth, no preemption), and the draft phase is priced at the workload's mean context")  # fmt: skip
+    elif multi is not None:
+        notes.append(f"{multi.label}: each block of {multi.block_size} tokens takes {multi.steps_per_block:g} denoising forwards "
+                     f"(rounded per block at random when fractional) and a commit forward between blocks; a block's tokens are "
+                     f"released when its denoising ends, so the first token waits for the first block; each request's answer is "
+                     f"its drawn output length (expected_answer_tokens is not used); its KV for the whole answer, in whole "
+                     f"blocks, is reserved at admission")  # fmt: skip
     if replicas > 1:
         notes.append(f"{replicas} replicas behind a round-robin router, each with its own queue and KV cache")
     if not cost.full_context:

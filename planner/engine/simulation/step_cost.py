@@ -17,8 +17,8 @@ A test holds step_time_s against forward_cost for the same step (tests/planner/e
 
 Scope: one replica (simulate.py runs several side by side), one pipeline stage, no attention data
 parallelism (the micro-batching of pipeline stages and per-attention-replica KV caches are not
-tabulated; `step_cost_for` says so); autoregressive decoding, or speculative rounds (speculation.py:
-k + 1 verified positions per sequence and the method's draft phase).
+tabulated; `step_cost_for` says so); autoregressive decoding, speculative rounds or diffusion blocks
+(multi_token.py: k + 1 verified positions per sequence and the draft phase, or a block's B positions).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 
 from ..attention import Attention
 from ..chips import policy_for
-from ..decoding import Autoregressive
+from ..decoding import Autoregressive, BlockDiffusion
 from ..decoding.base import ResidentModel
 from ..deployment import Deployment
 from ..efficiency import Calibration, Override
@@ -42,7 +42,7 @@ from ..memory import SequenceFootprint, memory_fit
 from ..specs import ModelSpec, Workload
 from ..units import KV_BLOCK_TOKENS
 from .arrays import deployment_arrays
-from .speculation import SPECULATING, Speculation, speculation_for
+from .multi_token import SPECULATING, MultiTokenDecode, diffusion_for, speculation_for
 
 _PROBE = 1e6  # pairs / KV tokens of the linear probes: large enough that rounding is negligible
 
@@ -71,12 +71,12 @@ class StepCost:
     max_sequences: int | None  # the engine's cap on running sequences (None: none set)
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
-    speculation: Speculation | None = None  # speculative decoding: each decode step is a round (speculation.py)
+    multi_token: MultiTokenDecode | None = None  # speculative rounds or diffusion blocks (multi_token.py)
 
     @property
     def tokens_per_decode(self) -> int:
-        """Tokens a decoding sequence puts through the target per step: 1, or k + 1 verified."""
-        return 1 if self.speculation is None else self.speculation.draft_tokens + 1
+        """Tokens a decoding sequence puts through the target per step: 1, k + 1 verified, or a block's B."""
+        return 1 if self.multi_token is None else self.multi_token.tokens_per_decode
 
     def step_time_s(
         self,
@@ -110,17 +110,18 @@ class StepCost:
         per_prefill_pair, per_decode_pair = self.compute_s_per_prefill_pair, self.compute_s_per_decode_pair
         per_kv = self.memory_s_per_kv_token
         prefill_overhead = self.prefill_overhead_s
-        if self.speculation is not None:  # a round: the draft phase, then k + 1 positions verified per sequence
-            q, draft = self.tokens_per_decode, self.speculation.draft_s_by_sequences
+        if self.multi_token is not None:  # q positions per decoding sequence, and a draft phase for speculation
+            q, extra, scale = self.tokens_per_decode, self.multi_token.extra_s_by_sequences, self.multi_token.decode_compute_scale
 
-            def round_seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
+            def multi_seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
                 t = prefill_tokens + decode_sequences * q
-                compute = compute_t[t] + per_prefill_pair * prefill_pairs + per_decode_pair * q * decode_pairs
+                dense = compute_t[t] if scale == 1.0 else compute_t[prefill_tokens] + scale * (compute_t[t] - compute_t[prefill_tokens])
+                compute = dense + per_prefill_pair * prefill_pairs + per_decode_pair * q * decode_pairs
                 memory = memory_t[t] + per_kv * (decode_kv_tokens + prefill_kv_tokens)
-                step = (compute if compute > memory else memory) + fixed_t[t] + draft[decode_sequences]
+                step = (compute if compute > memory else memory) + fixed_t[t] + (extra[decode_sequences] if extra else 0.0)
                 return step + prefill_overhead if prefill_tokens else step
 
-            return round_seconds
+            return multi_seconds
 
         def seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
             t = prefill_tokens + decode_sequences
@@ -144,8 +145,8 @@ def _unsupported(deployment: Deployment) -> str | None:
         return f"pipeline_parallel={deployment.pipeline_parallel}: the simulator models one pipeline stage (no micro-batching)"
     if deployment.attention_data_parallel != 1:
         return f"attention_data_parallel={deployment.attention_data_parallel}: per-replica KV caches are not simulated"
-    if not isinstance(deployment.decoding, (Autoregressive, *SPECULATING)):
-        return f"decoding {deployment.decoding.label!r}: the simulator steps autoregressive and speculative decoding only"
+    if not isinstance(deployment.decoding, (Autoregressive, BlockDiffusion, *SPECULATING)):
+        return f"decoding {deployment.decoding.label!r}: the simulator steps autoregressive, speculative and block-diffusion decoding only"
     return None
 
 
@@ -164,7 +165,7 @@ def step_cost_for(
 
     token_budget / max_sequences: the scheduler's max_num_batched_tokens and max_num_seqs; by default
     the chip's serving-engine scheduler values (specs.Scheduler), as the estimate reads them. workload: the
-    mean lengths a speculative method's draft phase is priced at (speculation.py); needed for one."""
+    mean lengths a speculative method's draft phase is priced at (multi_token.py); needed for one."""
     problem = _unsupported(deployment)
     if problem:
         raise ValueError(f"cannot simulate {model.slug} on {deployment.chip.slug}: {problem}")
@@ -179,14 +180,18 @@ def step_cost_for(
     cap = max_sequences if max_sequences is not None else (None if np.isinf(hw.max_batch_sequences[0]) else int(hw.max_batch_sequences[0]))
     if cap is not None and cap < 1:
         raise ValueError("max_sequences must be >= 1")
-    speculation, resident = None, ()
-    if isinstance(deployment.decoding, SPECULATING):
+    multi_token, resident = None, ()
+    if isinstance(deployment.decoding, BlockDiffusion):
+        multi_token = diffusion_for(model, deployment)
+        if budget < multi_token.block_size:
+            raise ValueError(f"token_budget {budget} is below the block of {multi_token.block_size} tokens one sequence denoises per forward")
+    elif isinstance(deployment.decoding, SPECULATING):
         if workload is None:
             raise ValueError("a speculative step cost needs the workload's mean lengths for its draft phase")
         k1 = deployment.decoding.draft_tokens + 1
         if budget < k1:
             raise ValueError(f"token_budget {budget} is below the {k1} tokens one sequence verifies per round")
-        speculation, resident = speculation_for(model, deployment, workload=workload, max_sequences=budget // k1,
+        multi_token, resident = speculation_for(model, deployment, workload=workload, max_sequences=budget // k1,
                                                 efficiency=efficiency, calibration=calibration)  # fmt: skip
     tokens = np.arange(budget + 1, dtype=float)
     row = hw.take(np.zeros(budget + 1, dtype=np.int64))
@@ -217,7 +222,7 @@ def step_cost_for(
         max_sequences=cap,
         full_context=_reads_full_context(attention),
         attention=attention,
-        speculation=speculation,
+        multi_token=multi_token,
     )
 
 

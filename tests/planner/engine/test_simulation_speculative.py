@@ -10,7 +10,7 @@ import pytest
 
 from planner.engine import Deployment, DraftHeads, Speculative, Workload, estimate
 from planner.engine.simulation import Arrivals, Lengths, SimulationWorkload, Trace, simulate, simulate_with_cost, step_cost_for
-from planner.engine.simulation.speculation import Speculation
+from planner.engine.simulation.multi_token import Speculation
 
 from .factories import h100_sxm, llama_3_1_8b
 from .test_simulation_scheduler import toy_cost
@@ -19,7 +19,7 @@ LITTLE_TOLERANCE = 0.02
 
 
 def _speculating(cost, *, k: int, alpha: float):
-    return dataclasses.replace(cost, speculation=Speculation(label=f"toy(k={k})", draft_tokens=k, acceptance_rate=alpha,
+    return dataclasses.replace(cost, multi_token=Speculation(label=f"toy(k={k})", draft_tokens=k, acceptance_rate=alpha,
                                                              draft_s_by_sequences=[0.0] * (cost.token_budget + 1)))  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.engine import BlockDiffusion, Deployment, Speculative, Workload, estimate
+from planner.engine import Deployment, Diffusion, Speculative, Workload, estimate
 from planner.engine.forward import forward_cost
 from planner.engine.simulation import step_cost_for
 from planner.engine.simulation.step_cost import deployment_hardware
@@ -61,7 +61,7 @@ def test_the_kv_blocks_hold_what_the_estimates_memory_rule_allows():
     "deployment, words",
     [
         (Deployment(chip=h100_sxm(), chip_count=2, pipeline_parallel=2), "pipeline_parallel=2"),
-        (Deployment(chip=h100_sxm(), decoding=BlockDiffusion(block_size=32, steps_per_block=8)), "autoregressive and speculative"),
+        (Deployment(chip=h100_sxm(), decoding=Diffusion(steps=64)), "autoregressive, speculative and block-diffusion"),
     ],
 )
 def test_it_refuses_what_it_does_not_model_and_says_what(deployment, words):
