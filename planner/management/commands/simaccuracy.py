@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from planner.services import json_safe
+from planner.simulation_accuracy import format_simulation_accuracy, simulation_accuracy_report
+
+
+class Command(BaseCommand):
+    help = "Simulate every row of a CSV of published serving-latency percentiles and print simulated vs published, with MdAPE per percentile."
+
+    def add_arguments(self, parser):
+        parser.add_argument("csv", type=Path)
+        parser.add_argument("--json", action="store_true", dest="as_json")
+
+    def handle(self, *args, csv: Path, as_json: bool, **options):
+        if not csv.is_file():
+            raise CommandError(f"{csv}: no such file")
+        try:
+            report = simulation_accuracy_report(csv_path=csv)
+        except (KeyError, ValueError) as exc:
+            raise CommandError(f"{csv}: {exc}") from None
+        self.stdout.write(json.dumps(json_safe(report), indent=1) if as_json else format_simulation_accuracy(report))

@@ -1,0 +1,181 @@
+"""The serving simulator against published latency percentiles (issue 15, item 6; docs/accuracy.md, "Latency
+percentiles"): `manage.py simaccuracy FILE` simulates every row of a CSV of published serving benchmarks
+(tests/fixtures/serving_percentiles.csv; its columns: tests/fixtures/serving_percentiles.md) and compares each
+published percentile of TTFT and TPOT with the simulated one.
+
+Each row becomes one simulation as POST /api/v1/simulations/ would run it: the catalog's model (by Hugging Face
+id) and chip (by slug, alias, or the words of its name), the row's chip count and tensor parallel degree, its
+serving engine's fitted profile where the planner has one for that chip, and its load: Poisson at `rate_per_s`,
+a closed loop of `concurrency` clients, or a burst (every request sent at once, vLLM's `--request-rate inf`:
+a closed loop as wide as the requests, or as `concurrency` when the benchmark capped it). Lengths are fixed
+when their std is 0, log-normal with the stated mean and std otherwise. A row the simulator cannot run, or
+whose inputs the source does not state, is listed with the reason and counted apart.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+from hwcatalog.models import Chip, ModelArch
+from planner.accuracy import _by_name
+from planner.engine import absolute_percentage_error
+from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
+from planner.engine_profiles import profile_covers, serving_engines
+from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
+
+PERCENTILES = ("p50", "p90", "p99", "mean")
+METRICS = ("ttft", "tpot")
+ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+DEFAULT_REQUESTS = 1000
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def resolve_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
+    """The catalog chip a published name means: its slug or an alias, else the one chip whose slug's words
+    (without the vendor) all appear in the name, the most specific winning; (None, why) when none or several do."""
+    key = name.strip().lower()
+    for chip in chips:
+        if key == chip.slug or key in [a.lower() for a in (chip.aliases or [])]:
+            return chip, None
+    words = _words(name)
+    matches = []
+    for chip in chips:
+        needed = _words(chip.slug) - {chip.slug.split("-")[0]}
+        if needed and needed <= words:
+            matches.append((len(needed), chip))
+    if not matches:
+        return None, f"no catalog chip matches {name!r}"
+    best = max(n for n, _ in matches)
+    top = [c for n, c in matches if n == best]
+    if len(top) > 1:
+        return None, f"{name!r} could be any of {', '.join(c.slug for c in top)}"
+    return top[0], None
+
+
+def _float(value: str) -> float | None:
+    value = (value or "").strip()
+    return float(value) if value else None
+
+
+def _lengths(row: dict[str, str], part: str) -> Lengths:
+    mean, std = _float(row[f"{part}_tokens_mean"]), _float(row[f"{part}_tokens_std"])
+    if mean is None:
+        raise ValueError(f"{part} lengths not stated ({row.get('length_note') or 'no mean given'})")
+    if not std:
+        return Lengths.fixed(int(round(mean)))
+    return Lengths.lognormal(mean, std)
+
+
+def row_workload(row: dict[str, str]) -> tuple[SimulationWorkload, list[str]]:
+    """The row's load as the simulator draws it, and what was assumed."""
+    notes = []
+    requests = int(_float(row["requests"]) or 0)
+    if not requests:
+        requests, notes = DEFAULT_REQUESTS, [f"requests not stated: {DEFAULT_REQUESTS} simulated"]
+    kind = (row["arrival"] or "").strip()
+    concurrency = _float(row["concurrency"])
+    if kind == "poisson":
+        rate = _float(row["rate_per_s"])
+        if not rate:
+            raise ValueError("poisson arrivals without a rate")
+        arrivals = Arrivals.poisson(rate)
+    elif kind == "closed_loop":
+        if not concurrency:
+            raise ValueError("a closed loop without its concurrency")
+        arrivals = Arrivals.closed_loop(concurrency=int(concurrency))
+    elif kind == "burst":  # every request sent at once: as many clients as requests, or the benchmark's cap
+        arrivals = Arrivals.closed_loop(concurrency=int(concurrency or requests))
+    else:
+        raise ValueError(f"arrival {kind!r} is not poisson, closed_loop or burst")
+    return SimulationWorkload(requests=requests, arrivals=arrivals, prompt=_lengths(row, "prompt"), output=_lengths(row, "output"), seed=0), notes
+
+
+def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip]) -> dict[str, Any]:
+    model = models.get(row["model_hf_id"].strip())
+    if model is None:
+        raise ValueError(f"model {row['model_hf_id']!r} is not in the catalog (by hf_id or alias)")
+    chip, why = resolve_chip(row["chip"], chips)
+    if chip is None:
+        raise ValueError(why)
+    count = int(_float(row["chip_count"]) or 1)
+    engine = ENGINES.get(row["engine"].strip().lower())
+    return {
+        "model": model, "chip": chip, "chip_count": count, "tensor_parallel": int(_float(row["tensor_parallel"]) or count),
+        "weight_dtype": (row["weight_dtype"] or "bf16").strip().lower(), "kv_dtype": None, "decoding": {"method": "ar"},
+        "efficiency": None, "offering": None,
+        "serving_engine": engine if engine in serving_engines() and profile_covers(chip) else None,
+    }  # fmt: skip
+
+
+def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
+    """Every published percentile of every row against its simulation, and MdAPE by percentile and metric."""
+    models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
+    chips = list(Chip.objects.filter(measured=False))
+    with csv_path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    values, unpredicted = [], []
+    for row in rows:
+        try:
+            data = _configuration(row, models, chips)
+            workload, notes = row_workload(row)
+            setup = simulation_setup(data=data, workload=workload)
+            result, _ = simulate_setup(setup, workload, slos=Slos(), options=SchedulerOptions())
+        except (ValueError, SimulationRefused) as exc:
+            unpredicted.append({"id": row["id"], "reason": str(exc), "source": row["source"]})
+            continue
+        simulated = {"ttft": result.ttft, "tpot": result.tpot}
+        for metric in METRICS:
+            for p in PERCENTILES:
+                measured_ms = _float(row[f"{metric}_{p}_ms"])
+                if measured_ms is None:
+                    continue
+                predicted = float(getattr(simulated[metric], p))
+                values.append({
+                    "id": row["id"], "metric": metric, "percentile": p, "measured_s": measured_ms / 1e3, "predicted_s": predicted,
+                    "ape": absolute_percentage_error(predicted, measured_ms / 1e3), "engine": row["engine"], "chip": data["chip"].slug,
+                    "model": data["model"].slug, "tpot_kind": row.get("tpot_kind", ""), "overloaded": result.overloaded,
+                    "serving_engine_profile": data["serving_engine"], "notes": notes, "source": row["source"],
+                })  # fmt: skip
+    return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values)}
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+
+
+def _summary(values: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in PERCENTILES:
+        chosen = [v["ape"] for v in values if v["percentile"] == p]
+        out[p] = {"mdape": _median(chosen), "count": len(chosen),
+                  "by_metric": {m: {"mdape": _median([v["ape"] for v in values if v["percentile"] == p and v["metric"] == m]),
+                                    "count": sum(1 for v in values if v["percentile"] == p and v["metric"] == m)} for m in METRICS}}  # fmt: skip
+    return out
+
+
+def format_simulation_accuracy(report: dict[str, Any]) -> str:
+    lines = [f"{'id':40} {'metric':10} {'measured':>10} {'simulated':>10} {'APE %':>7}"]
+    for v in sorted(report["values"], key=lambda v: -v["ape"]):
+        lines.append(f"{v['id']:40} {v['metric'] + ' ' + v['percentile']:10} {v['measured_s']:>10.4g} {v['predicted_s']:>10.4g} {v['ape']:>7.1f}")
+    for u in report["unpredicted"]:
+        lines.append(f"{u['id']:40} NOT SIMULATED: {u['reason']}")
+    lines.append("")
+    simulated = len({v["id"] for v in report["values"]})
+    lines.append(f"{simulated} of {report['rows']} rows simulated ({len(report['unpredicted'])} not), {len(report['values'])} published percentiles")
+    for p, stats in report["summary"].items():
+        if not stats["count"]:
+            continue
+        parts = "  ".join(f"{m} {s['mdape']:.1f}% (n={s['count']})" for m, s in stats["by_metric"].items() if s["count"])
+        lines.append(f"  {p:5} MdAPE {stats['mdape']:5.1f}% over {stats['count']}: {parts}")
+    return "\n".join(lines)

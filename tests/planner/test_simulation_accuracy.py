@@ -1,0 +1,78 @@
+"""manage.py simaccuracy: each published serving benchmark row simulated, each published percentile compared,
+every row the simulator cannot run listed with its reason."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from django.core.management import call_command
+
+from planner.simulation_accuracy import resolve_chip
+
+COLUMNS = ("id source source_detail engine engine_version model_hf_id chip chip_count tensor_parallel weight_dtype arrival rate_per_s "
+           "concurrency requests prompt_tokens_mean prompt_tokens_std output_tokens_mean output_tokens_std length_note ttft_p50_ms "
+           "ttft_p90_ms ttft_p99_ms ttft_mean_ms tpot_p50_ms tpot_p90_ms tpot_p99_ms tpot_mean_ms tpot_kind notes").split()
+
+
+def _write(path, rows):
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({c: row.get(c, "") for c in COLUMNS})
+
+
+BASE = {"source": "https://example.invalid/bench", "engine": "vllm", "model_hf_id": "meta-llama/Llama-3.1-8B-Instruct", "chip_count": "1",
+        "tensor_parallel": "1", "weight_dtype": "bf16", "requests": "200", "prompt_tokens_mean": "1000", "prompt_tokens_std": "0",
+        "output_tokens_mean": "100", "output_tokens_std": "0", "ttft_p50_ms": "50", "ttft_p99_ms": "120", "tpot_p50_ms": "8", "tpot_kind": "tpot"}  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_every_row_is_simulated_or_listed_with_its_reason(catalog, tmp_path, capsys):
+    path = tmp_path / "p.csv"
+    _write(path, [
+        {**BASE, "id": "poisson", "chip": "H100 SXM 80GB", "arrival": "poisson", "rate_per_s": "4"},
+        {**BASE, "id": "burst", "chip": "h100_sxm", "arrival": "burst"},
+        {**BASE, "id": "capped", "chip": "nvidia-h100-sxm", "arrival": "burst", "concurrency": "16"},
+        {**BASE, "id": "no-chip", "chip": "Imaginary X9", "arrival": "poisson", "rate_per_s": "1"},
+        {**BASE, "id": "no-lengths", "chip": "H100 SXM", "arrival": "poisson", "rate_per_s": "1", "prompt_tokens_mean": "", "length_note": "ShareGPT"},
+        {**BASE, "id": "no-rate", "chip": "H100 SXM", "arrival": "poisson"},
+    ])  # fmt: skip
+    call_command("simaccuracy", str(path), "--json")
+    report = json.loads(capsys.readouterr().out)
+    simulated = {v["id"] for v in report["values"]}
+    assert simulated == {"poisson", "burst", "capped"}
+    reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert "no catalog chip" in reasons["no-chip"] and "ShareGPT" in reasons["no-lengths"] and "without a rate" in reasons["no-rate"]
+    poisson = [v for v in report["values"] if v["id"] == "poisson"]
+    assert {(v["metric"], v["percentile"]) for v in poisson} == {("ttft", "p50"), ("ttft", "p99"), ("tpot", "p50")}
+    assert all(v["predicted_s"] > 0 and v["serving_engine_profile"] == "vLLM" for v in poisson)
+    # a burst of 200 requests queues far longer than 16 capped clients do
+    p99 = {v["id"]: v["predicted_s"] for v in report["values"] if (v["metric"], v["percentile"]) == ("ttft", "p99")}
+    assert p99["burst"] > p99["capped"]
+    assert report["summary"]["p50"]["count"] == 6 and report["summary"]["p99"]["count"] == 3
+    call_command("simaccuracy", str(path))
+    assert "3 of 6 rows simulated" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "name, slug",
+    [("H100 SXM 80GB", "nvidia-h100-sxm"), ("A100 80GB SXM", "nvidia-a100-sxm-80gb"), ("MI300X", "amd-mi300x"), ("l40s", "nvidia-l40s"),
+     ("NVIDIA H200 SXM 141GB", "nvidia-h200-sxm")],
+)
+def test_a_published_chip_name_finds_its_catalog_chip(catalog, name, slug):
+    from hwcatalog.models import Chip
+
+    chip, why = resolve_chip(name, list(Chip.objects.all()))
+    assert chip is not None and chip.slug == slug, why
+
+
+@pytest.mark.django_db
+def test_an_ambiguous_chip_name_says_which_it_could_be(catalog):
+    from hwcatalog.models import Chip
+
+    chip, why = resolve_chip("H100 SXM or PCIe", list(Chip.objects.all()))
+    assert chip is None and "could be any of" in why and "nvidia-h100-sxm" in why and "nvidia-h100-pcie" in why
+    assert resolve_chip("A100", list(Chip.objects.all()))[0] is None  # 40 or 80 GB, SXM or PCIe: not guessed
