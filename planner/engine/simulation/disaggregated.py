@@ -81,6 +81,10 @@ def simulate_disaggregated_with_cost(
     for name, count in (("prefill_replicas", prefill_replicas), ("decode_replicas", decode_replicas)):
         if count < 1:
             raise ValueError(f"{name} must be >= 1, got {count}")
+    for cost in (prefill_cost, decode_cost):
+        if cost.multi_token is not None and not cost.multi_token.first_token_at_prefill:
+            raise ValueError(f"{cost.multi_token.label}: a block-diffusion model's first token comes from its first block, not the "
+                             "prefill, which separate prefill and decode pools are not simulated for")  # fmt: skip
     requests = workload.sample()
     if requests.closed_loop_concurrency:
         raise ValueError("a closed loop couples the prefill and decode pools through every client's next request; "

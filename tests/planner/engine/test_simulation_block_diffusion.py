@@ -68,3 +68,12 @@ def test_littles_law_holds_under_load_and_nothing_is_preempted():
     result = simulate(model, deployment, busy)
     assert result.completed == result.requests and result.preemptions == 0
     assert result.littles_law.relative_error < LITTLE_TOLERANCE
+
+
+def test_separate_prefill_and_decode_pools_are_refused_for_block_diffusion_with_the_reason():
+    from planner.engine.simulation import simulate_disaggregated
+
+    deployment = Deployment(chip=h100_sxm(), decoding=BlockDiffusion(block_size=32, steps_per_block=8))
+    light = SimulationWorkload(requests=10, arrivals=Arrivals.poisson(1.0), prompt=Lengths.fixed(100), output=Lengths.fixed(64))
+    with pytest.raises(ValueError, match="first block"):
+        simulate_disaggregated(block_diffusion_8b(), deployment, light, prefill_replicas=1)

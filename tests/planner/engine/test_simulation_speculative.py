@@ -107,3 +107,16 @@ def test_the_draft_models_weights_and_cache_take_their_share_of_the_kv_memory():
     assert drafted.kv_blocks < plain.kv_blocks / 2 + 1  # a second 8B model and its cache: less than half the blocks left
     with pytest.raises(ValueError, match="mean lengths"):
         step_cost_for(model, Deployment(chip=h100_sxm(), decoding=Speculative(draft=llama_3_1_8b(), draft_tokens=4)))
+
+
+def test_speculative_decode_pools_receive_the_kv_and_speculate_on_it():
+    from planner.engine.simulation import simulate_disaggregated
+
+    model = llama_3_1_8b()
+    heads = Deployment(chip=h100_sxm(), decoding=DraftHeads(head_kind="eagle", draft_tokens=3, acceptance_rate=0.7))
+    busy = SimulationWorkload(requests=800, arrivals=Arrivals.poisson(6.0), prompt=Lengths.fixed(2000), output=Lengths.fixed(200), seed=2)
+    apart = simulate_disaggregated(model, heads, busy, prefill_replicas=1)
+    plain = simulate_disaggregated(model, Deployment(chip=h100_sxm()), busy, prefill_replicas=1)
+    assert apart.completed == apart.requests and apart.preemptions == 0
+    assert apart.littles_law.relative_error < LITTLE_TOLERANCE
+    assert apart.tpot.p50 < plain.tpot.p50
