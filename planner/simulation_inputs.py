@@ -153,6 +153,8 @@ class PlanSimulationSerializer(SimulationWorkloadSerializer):
 
     top_n = serializers.IntegerField(min_value=1, max_value=50, default=20, help_text="How many of the analytical ranking to simulate.")
     scheduler = SchedulerSerializer(required=False)
+    sweep = SweepSerializer(required=False, help_text="Rank by the cost at each candidate's knee over these rates (the highest meeting "
+                                                      "every percentile SLO) instead of the cost at the plan's load.")  # fmt: skip
 
 
 # --- validated data -> the engine's dataclasses --------------------------------------------------
@@ -259,10 +261,15 @@ def plan_simulation_check(attrs: dict[str, Any]) -> None:
     workload_from(simulation, under="simulation")
     if attrs.get("disaggregated"):
         check_open_loop(simulation, field="simulation", arrivals="simulation.arrivals (or workload.request_rate_per_s)")
+    if simulation.get("sweep") and (simulation.get("arrivals") or {}).get("kind") == "closed_loop":
+        raise serializers.ValidationError({"simulation": {"sweep": [
+            "A sweep changes the arrival rate: give simulation.arrivals (or workload.request_rate_per_s) as poisson or gamma."]}})  # fmt: skip
     model = attrs["model"]
     check_lengths_fit(simulation, context_tokens=model.max_context_tokens, model_slug=model.slug, under="simulation")
-    total, limit = simulation["top_n"] * simulation["requests"], settings.SIMULATION_MAX_PLAN_REQUESTS
+    passes = 1 + len((simulation.get("sweep") or {}).get("rates_per_s", ()))
+    total, limit = simulation["top_n"] * simulation["requests"] * passes, settings.SIMULATION_MAX_PLAN_REQUESTS
     if total > limit:
         raise serializers.ValidationError({"simulation": {"requests": [
-            f"top_n x requests = {total:,} simulated requests; a plan may simulate at most {limit:,}: lower requests or top_n."]}})  # fmt: skip
+            f"top_n x requests{' x (1 + rates)' if passes > 1 else ''} = {total:,} simulated requests; a plan may simulate at most "
+            f"{limit:,}: lower requests or top_n{' or give fewer rates' if passes > 1 else ''}."]}})  # fmt: skip
     attrs["simulation"] = simulation

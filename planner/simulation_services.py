@@ -11,9 +11,10 @@ sooner; the last candidate to finish re-ranks the plan and marks it done.
 Cost per token at the SLO, as implemented: the configuration's $/hour over the output tokens per
 second it served in the simulation at the plan's load, for a candidate whose simulated percentiles
 meet every percentile SLO there (and that is not overloaded). At a stated load ("p95 TTFT under
-500 ms at 40 requests/s") that is what serving that load costs; the alternative, the cost at the
-highest load that still meets the SLOs, needs a search over rates (6-8 simulations per candidate by
-bisection) and would not fit the issue's 5 s for 20 candidates x 2,000 requests.
+500 ms at 40 requests/s") that is what serving that load costs. With `simulation.sweep` the basis is
+the cost at each candidate's knee instead, the highest swept rate that still meets the SLOs (every
+lower rate too): the cost of a replica run as hard as the SLOs allow, at (1 + rates) simulations per
+candidate, counted in the stage's size.
 """
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ from planner.simulation_inputs import scheduler_from, slos_from, workload_from, 
 logger = logging.getLogger(__name__)
 
 SIMULATION_MAX_ATTEMPTS = 2
+KNEE_STAGE_BASIS = ("simulated $/1M output tokens = the configuration's $/hour over the output tokens/s it served at its knee, the "
+                    "highest swept rate meeting every percentile SLO (every lower rate meeting them too); ranked first: candidates "
+                    "with a knee, cheapest there first")  # fmt: skip
 STAGE_BASIS = ("simulated $/1M output tokens = the configuration's $/hour over the output tokens/s it served in the simulation at the "
                "plan's load; ranked first: candidates whose simulated percentiles meet every percentile SLO there, cheapest first")  # fmt: skip
 
@@ -432,7 +436,7 @@ def _row_prefill_replicas(data: dict[str, Any], row: dict[str, Any]) -> int:
 
 
 def _stage_inputs(inputs: dict[str, Any]) -> tuple[SimulationWorkload, Slos, SchedulerOptions]:
-    spec = {k: v for k, v in inputs["simulation"].items() if k not in ("top_n", "scheduler")}
+    spec = {k: v for k, v in inputs["simulation"].items() if k not in ("top_n", "scheduler", "sweep")}
     workload = workload_from(spec, under="simulation")
     return workload, slos_from(None, inputs.get("slo_percentiles")), scheduler_from(inputs["simulation"].get("scheduler"))
 
@@ -450,9 +454,14 @@ def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any]
         if options.max_sequences is None and row.get("batch"):  # the candidate's batch is its engine's max_num_seqs
             options = dataclasses.replace(options, max_sequences=int(row["batch"]))
         result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
+        out = result_json(result, setup=setup, slo_percentiles=inputs.get("slo_percentiles"), seconds=seconds, series=False)
+        rates = (inputs["simulation"].get("sweep") or {}).get("rates_per_s")
+        if rates:  # the knee basis: the same candidate at each rate
+            out["sweep"] = sweep_json(setup, workload, rates, slos=slos, options=options, slo_percentiles=inputs.get("slo_percentiles"))
+            out["simulation_seconds"] += out["sweep"]["simulation_seconds"]
     except SimulationRefused as exc:
         return {"error": str(exc)}
-    return result_json(result, setup=setup, slo_percentiles=inputs.get("slo_percentiles"), seconds=seconds, series=False)
+    return out
 
 
 def plan_simulation_stage(prepared, *, data: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
@@ -464,7 +473,8 @@ def plan_simulation_stage(prepared, *, data: dict[str, Any], results: dict[str, 
     inputs = _raw_stage(data)
     top = results["ranked"][: inputs["simulation"]["top_n"]]
     tokens = workload_tokens(_stage_inputs(inputs)[0])
-    if not _small(len(top) * inputs["simulation"]["requests"], len(top) * tokens):
+    passes = len(top) * (1 + len((inputs["simulation"].get("sweep") or {}).get("rates_per_s", ())))
+    if not _small(passes * inputs["simulation"]["requests"], passes * tokens):
         return {**results, "simulation": {"status": "pending", "candidates": len(top), "done": 0, "mode": "tasks", "started_at": time.time()}}
     started = time.perf_counter()
     simulated, seen = {}, {}
@@ -505,20 +515,27 @@ def _miss_ratio(simulation: dict[str, Any]) -> float:
 def plan_rerank(results: dict[str, Any], simulated: dict[int, dict[str, Any]], *, inputs: dict[str, Any], mode: str,
                 wall_seconds: float) -> dict[str, Any]:  # fmt: skip
     """The ranking after the simulation stage, each row saying which stage decided its place:
-    1. simulated, meeting every percentile SLO at the plan's load: by simulated $/1M output tokens (then analytical rank);
+    1. simulated, meeting every percentile SLO at the plan's load (with a sweep: having a knee, meeting them at some
+       swept rate and every rate below it): by simulated $/1M output tokens there (then analytical rank);
     2. not decided by the simulation, in analytical order: top-N rows the simulator cannot run (with the reason), then rows past N;
     3. simulated and missing an SLO: closest to its bounds first."""
+    knee = bool((inputs["simulation"].get("sweep") or {}).get("rates_per_s"))
     ranked = [dict(row, analytical_rank=k) for k, row in enumerate(results["ranked"], start=1)]
     meets, undecided, misses = [], [], []
     for row in ranked:
         sim = simulated.get(row["analytical_rank"])
         row["simulation"] = sim
-        row["simulated_usd_per_million_output_tokens"] = sim.get("usd_per_million_output_tokens") if sim and "error" not in sim else None
         if sim is None or "error" in sim:
+            row["simulated_usd_per_million_output_tokens"] = None
             row["ranking_stage"] = "analytical"
             undecided.append(row)
+            continue
+        row["ranking_stage"] = "simulated"
+        if knee:
+            row["simulated_usd_per_million_output_tokens"] = sim["sweep"]["usd_per_million_output_tokens_at_knee"]
+            (meets if sim["sweep"]["knee_rate_per_s"] is not None else misses).append(row)
         else:
-            row["ranking_stage"] = "simulated"
+            row["simulated_usd_per_million_output_tokens"] = sim.get("usd_per_million_output_tokens")
             (meets if sim["meets_slo_percentiles"] else misses).append(row)
     meets.sort(key=lambda r: (r["simulated_usd_per_million_output_tokens"] if r["simulated_usd_per_million_output_tokens"] is not None else math.inf,
                               r["analytical_rank"]))  # fmt: skip
@@ -529,7 +546,7 @@ def plan_rerank(results: dict[str, Any], simulated: dict[int, dict[str, Any]], *
         "status": "done", "mode": mode, "candidates": len(simulated), "simulated": sum(1 for s in simulated.values() if "error" not in s),
         "meeting_slos": len(meets), "missing_slos": len(misses), "not_simulated": sum(1 for s in simulated.values() if "error" in s),
         "requests_per_candidate": inputs["simulation"]["requests"], "workload": inputs["simulation"], "slo_percentiles": inputs.get("slo_percentiles"),
-        "basis": STAGE_BASIS, "simulation_seconds": seconds, "wall_seconds": wall_seconds,
+        "basis": KNEE_STAGE_BASIS if knee else STAGE_BASIS, "simulation_seconds": seconds, "wall_seconds": wall_seconds,
         "best_simulated_usd_per_million_output_tokens": meets[0]["simulated_usd_per_million_output_tokens"] if meets else None,
     }  # fmt: skip
     return json_safe({**results, "ranked": reranked, "simulation": summary})

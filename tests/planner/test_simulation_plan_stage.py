@@ -144,3 +144,27 @@ def test_a_disaggregated_plan_under_a_closed_loop_stage_is_a_400_naming_the_simu
     body = {**{k: v for k, v in SLO_PLAN.items() if k != "simulation"}, "workload": workload, "disaggregated": True}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 400 and "closed loop" in str(response.json()["simulation"])
+
+
+def test_a_plan_can_rank_its_candidates_by_the_cost_at_their_knee(catalog, token_client):
+    body = {**SLO_PLAN, "simulation": {**SLO_PLAN["simulation"], "requests": 100, "top_n": 4, "sweep": {"rates_per_s": [1.0, 4.0, 16.0]}}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    plan = response.json()
+    stage = plan["results"]["simulation"]
+    assert "knee" in stage["basis"]
+    simulated = _stage_rows(plan)
+    assert simulated
+    with_knee = [r for r in simulated if r["simulation"]["sweep"]["knee_rate_per_s"] is not None]
+    assert plan["results"]["ranked"][: len(with_knee)] == with_knee  # candidates with a knee first
+    for row in with_knee:
+        assert row["simulated_usd_per_million_output_tokens"] == row["simulation"]["sweep"]["usd_per_million_output_tokens_at_knee"]
+    costs = [r["simulated_usd_per_million_output_tokens"] for r in with_knee]
+    assert costs == sorted(costs)
+
+
+def test_a_knee_basis_counts_every_rate_toward_the_plans_bound(catalog, token_client, settings):
+    settings.SIMULATION_MAX_PLAN_REQUESTS = 1000
+    body = {**SLO_PLAN, "simulation": {**SLO_PLAN["simulation"], "requests": 100, "top_n": 4, "sweep": {"rates_per_s": [1.0, 2.0, 4.0]}}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400 and "(1 + rates)" in str(response.json()["simulation"]["requests"])
