@@ -37,9 +37,24 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+# Words that name a form factor; a name without one ("H100 80GB", "H200") is the SXM part, the 8-GPU HGX board
+# the clouds and benchmark labs run (said in the row's notes).
+FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "oam"})
+
+
 def resolve_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
     """The catalog chip a published name means: its slug or an alias, else the one chip whose slug's words
-    (without the vendor) all appear in the name, the most specific winning; (None, why) when none or several do."""
+    (without the vendor) all appear in the name, the most specific winning, a name without a form factor read
+    as the SXM part; (chip, how it was read) or (None, why) when none or several match."""
+    chip, why = _match_chip(name, chips)
+    if chip is None and not (_words(name) & FORM_FACTORS):
+        sxm, _ = _match_chip(f"{name} sxm", chips)
+        if sxm is not None:
+            return sxm, f"{name!r} names no form factor: read as the SXM part, {sxm.slug}"
+    return chip, why
+
+
+def _match_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
     key = name.strip().lower()
     for chip in chips:
         if key == chip.slug or key in [a.lower() for a in (chip.aliases or [])]:
@@ -97,6 +112,18 @@ def row_workload(row: dict[str, str]) -> tuple[SimulationWorkload, list[str]]:
     return SimulationWorkload(requests=requests, arrivals=arrivals, prompt=_lengths(row, "prompt"), output=_lengths(row, "output"), seed=0), notes
 
 
+# Published weight formats -> the engine's weight dtypes (planner/engine/units.py), as the silicon reader maps them.
+WEIGHT_FORMATS = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8", "fp4": "fp4", "nvfp4": "fp4", "mxfp4": "fp4",
+                  "int8": "int8", "int4": "int4", "w4a16": "int4", "awq": "int4", "gptq": "int4"}  # fmt: skip
+
+
+def _dtype(published: str) -> str:
+    key = (published or "bf16").strip().lower()
+    if key not in WEIGHT_FORMATS:
+        raise ValueError(f"weight format {published!r} is not one of {', '.join(WEIGHT_FORMATS)}")
+    return WEIGHT_FORMATS[key]
+
+
 def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip]) -> dict[str, Any]:
     model = models.get(row["model_hf_id"].strip())
     if model is None:
@@ -105,12 +132,13 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
     if chip is None:
         raise ValueError(why)
     count = int(_float(row["chip_count"]) or 1)
+    read_as = [why] if why else []
     engine = ENGINES.get(row["engine"].strip().lower())
     return {
         "model": model, "chip": chip, "chip_count": count, "tensor_parallel": int(_float(row["tensor_parallel"]) or count),
-        "weight_dtype": (row["weight_dtype"] or "bf16").strip().lower(), "kv_dtype": None, "decoding": {"method": "ar"},
+        "weight_dtype": _dtype(row["weight_dtype"]), "kv_dtype": None, "decoding": {"method": "ar"},
         "efficiency": None, "offering": None,
-        "serving_engine": engine if engine in serving_engines() and profile_covers(chip) else None,
+        "serving_engine": engine if engine in serving_engines() and profile_covers(chip) else None, "read_as": read_as,
     }  # fmt: skip
 
 
@@ -125,6 +153,7 @@ def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
         try:
             data = _configuration(row, models, chips)
             workload, notes = row_workload(row)
+            notes = data.pop("read_as") + notes
             setup = simulation_setup(data=data, workload=workload)
             result, _ = simulate_setup(setup, workload, slos=Slos(), options=SchedulerOptions())
         except (ValueError, SimulationRefused) as exc:
@@ -178,4 +207,23 @@ def format_simulation_accuracy(report: dict[str, Any]) -> str:
             continue
         parts = "  ".join(f"{m} {s['mdape']:.1f}% (n={s['count']})" for m, s in stats["by_metric"].items() if s["count"])
         lines.append(f"  {p:5} MdAPE {stats['mdape']:5.1f}% over {stats['count']}: {parts}")
+    return "\n".join(lines)
+
+
+def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
+    """docs/accuracy.md's tables: the summary, then every published percentile with its simulation, then the rows not simulated."""
+    lines = ["| percentile | MdAPE | TTFT | TPOT |", "|---|---|---|---|"]
+    for p, stats in report["summary"].items():
+        if stats["count"]:
+            m = stats["by_metric"]
+            cell = lambda k: f"{m[k]['mdape']:.1f}% ({m[k]['count']})" if m[k]["count"] else "-"  # noqa: E731
+            lines.append(f"| {p} | {stats['mdape']:.1f}% ({stats['count']}) | {cell('ttft')} | {cell('tpot')} |")
+    lines += ["", "| row | engine | chip | metric | published ms | simulated ms | APE % |", "|---|---|---|---|---:|---:|---:|"]
+    for v in report["values"]:
+        kind = f" ({v['tpot_kind']})" if v["metric"] == "tpot" and v["tpot_kind"] and v["tpot_kind"] != "tpot" else ""
+        lines.append(f"| {v['id']} | {v['engine']} | {v['chip']} | {v['metric']}{kind} {v['percentile']} | {v['measured_s'] * 1e3:.1f} | "
+                     f"{v['predicted_s'] * 1e3:.1f} | {v['ape']:.0f} |")  # fmt: skip
+    if report["unpredicted"]:
+        lines += ["", "Not simulated:", ""]
+        lines += [f"- {u['id']}: {u['reason']}" for u in report["unpredicted"]]
     return "\n".join(lines)

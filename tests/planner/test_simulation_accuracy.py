@@ -60,13 +60,14 @@ def test_every_row_is_simulated_or_listed_with_its_reason(catalog, tmp_path, cap
 @pytest.mark.parametrize(
     "name, slug",
     [("H100 SXM 80GB", "nvidia-h100-sxm"), ("A100 80GB SXM", "nvidia-a100-sxm-80gb"), ("MI300X", "amd-mi300x"), ("l40s", "nvidia-l40s"),
-     ("NVIDIA H200 SXM 141GB", "nvidia-h200-sxm")],
+     ("NVIDIA H200 SXM 141GB", "nvidia-h200-sxm"), ("H100 80GB", "nvidia-h100-sxm"), ("H200", "nvidia-h200-sxm")],
 )
 def test_a_published_chip_name_finds_its_catalog_chip(catalog, name, slug):
     from hwcatalog.models import Chip
 
     chip, why = resolve_chip(name, list(Chip.objects.all()))
     assert chip is not None and chip.slug == slug, why
+    assert (why is not None) == ("SXM" not in name.upper() and "-" not in name and name not in ("MI300X", "l40s"))  # the SXM reading is said
 
 
 @pytest.mark.django_db

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.services import json_safe
-from planner.simulation_accuracy import format_simulation_accuracy, simulation_accuracy_report
+from planner.simulation_accuracy import format_simulation_accuracy, markdown_simulation_accuracy, simulation_accuracy_report
 
 
 class Command(BaseCommand):
@@ -15,12 +15,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("csv", type=Path)
         parser.add_argument("--json", action="store_true", dest="as_json")
+        parser.add_argument("--markdown", action="store_true", help="docs/accuracy.md's tables (every published percentile, the rows not simulated).")
 
-    def handle(self, *args, csv: Path, as_json: bool, **options):
+    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
         try:
             report = simulation_accuracy_report(csv_path=csv)
         except (KeyError, ValueError) as exc:
             raise CommandError(f"{csv}: {exc}") from None
-        self.stdout.write(json.dumps(json_safe(report), indent=1) if as_json else format_simulation_accuracy(report))
+        if markdown:
+            self.stdout.write(markdown_simulation_accuracy(report))
+        else:
+            self.stdout.write(json.dumps(json_safe(report), indent=1) if as_json else format_simulation_accuracy(report))
