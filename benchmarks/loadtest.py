@@ -2,15 +2,24 @@
 
     .venv-load/bin/python benchmarks/loadtest.py --scenario all --duration 60   (or: make loadtest)
 
-Per scenario (mix, reads, estimates) it starts gunicorn, warms each worker up, samples the RSS of
+Per scenario (mix, reads, estimates, plans) it starts gunicorn, warms each worker up, samples the RSS of
 the master and the workers every second, runs locust for --duration with --users closed-loop
-clients, and stops gunicorn. Then it writes benchmarks/results/loadtest.json and prints a table.
+clients, and stops gunicorn. Then it writes benchmarks/results/loadtest.json and prints a table; a
+run of some scenarios keeps the stored results of the others (each says when it was measured).
+
+plans: a Celery worker runs beside gunicorn as deployed beside a web tier on one machine (`nice -n 10`,
+--concurrency 1: docs/benchmarks.md), and 4 of the largest plans the size limit allows are kept queued
+or running on it for the whole window (submitted through the API with a write token; each one that
+finishes is replaced at once), while locust reads the catalog at a fixed pace (--rate req/s in all).
+It records the plans completed and their worker-side times, and samples the worker's RSS and CPU too.
 
 Needs PostgreSQL at 127.0.0.1:5432 (trust auth, user postgres) and Redis at 127.0.0.1:6379; it
-creates and drops the database `hwplanner_load` and only ever FLUSHDBs Redis db 6. The app runs
-from .venv, locust from .venv-load (benchmarks/requirements-load.txt); this script is stdlib only.
-Gunicorn and the database are cleaned up on any exit, Ctrl-C and errors included.
+creates and drops the database `hwplanner_load` and only ever FLUSHDBs Redis db 6 (the plans
+scenario's broker too). The app runs from .venv, locust from .venv-load
+(benchmarks/requirements-load.txt); this script is stdlib only. Gunicorn, the worker and the database
+are cleaned up on any exit, Ctrl-C and errors included.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -39,8 +49,19 @@ RESULTS = ROOT / "benchmarks" / "results" / "loadtest.json"
 WORKDIR = ROOT / "var" / "loadtest"  # locust CSVs and logs, gunicorn's log: kept for a look after the run
 PG = ["-h", "127.0.0.1", "-p", "5432", "-U", "postgres"]
 REDIS_DB = 6
-SCENARIOS = {"mix": "Mix", "reads": "CatalogReads", "estimates": "Estimates"}  # scenario -> locust user class
+SCENARIOS = {"mix": "Mix", "reads": "CatalogReads", "estimates": "Estimates", "plans": "PacedCatalogReads"}  # scenario -> locust user class
 WARM_UP_CLASS = "WarmUp"
+# The plans scenario warms up with reads only: WarmUp's whole-catalog plans are queued for a worker now
+# (over PLAN_INLINE_MAX_CANDIDATES), and would stand in the worker's queue ahead of the kept 4.
+WARM_UP_CLASSES = {"plans": "CatalogReads"}
+# The issue's request shape (tests/planner/test_plan_worker.py's HUGE): llama-3.1-70b, all 7 weight dtypes,
+# 8 decodings, disaggregated, over the whole catalog; the plans scenario searches the largest max_chips the
+# size limit (planner.services.MAX_PLAN_CANDIDATES) still allows against the catalog it loaded.
+LARGEST_PLAN_SHAPE = {
+    "model": "llama-3.1-70b", "workload": {"prompt_tokens": 1000, "output_tokens": 300},
+    "hardware": {"max_chips": 1024, "weight_dtypes": ["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]},
+    "decodings": [{"method": "ar"}] * 8, "disaggregated": True,
+}  # fmt: skip
 # Throttles (API_THROTTLE_*) set so high that they never refuse: the run measures the service, not
 # the limit. A per-second window keeps DRF's per-client history short (at most a second of requests);
 # a per-minute one would make every request load and store a minute of timestamps.
@@ -113,16 +134,19 @@ def children(pid: int) -> list[int]:
 
 
 class ProcessSampler(threading.Thread):
-    """Every `interval` seconds: VmRSS of the gunicorn master and each worker, and the CPU time of
-    those and of PostgreSQL's backends for `database` (a backend that closes mid-run keeps its last
-    sample; one that opens mid-run counts from zero)."""
+    """Every `interval` seconds: VmRSS of the gunicorn master and each worker (and of each process tree in
+    `trees`: the Celery worker's master and pool children), and the CPU time of those, of PostgreSQL's
+    backends for `database` and of `driver` (this script and its psql; a process that ends mid-run keeps
+    its last sample; one that starts mid-run counts from zero)."""
 
-    def __init__(self, master: int, database: str, interval: float = 1.0):
+    def __init__(self, master: int, database: str, interval: float = 1.0, *, trees: dict[str, int] | None = None,
+                 driver: list[int] | None = None):  # fmt: skip
         super().__init__(daemon=True)
         self.master, self.database, self.interval = master, database, interval
+        self.trees, self.driver = trees or {}, driver or [os.getpid()]
         self.rss: dict[int, list[tuple[float, int]]] = {}
-        self.roles: dict[int, str] = {master: "master"}
-        self.cpu: dict[str, dict[int, list[float]]] = {"gunicorn": {}, "postgres": {}}  # pid -> [first, last]
+        self.roles: dict[int, str] = {master: "master"} | {pid: f"{name} master" for name, pid in self.trees.items()}
+        self.cpu: dict[str, dict[int, list[float]]] = {"gunicorn": {}, "postgres": {}, "driver": {}} | {name: {} for name in self.trees}
         self._stop_event = threading.Event()
         self._t0 = time.monotonic()
         self._machine0 = busy_cpu_seconds()
@@ -141,15 +165,18 @@ class ProcessSampler(threading.Thread):
         self.machine_cpu_s = busy_cpu_seconds() - self._machine0
 
     def _sample(self, now: float) -> None:
-        for pid in [self.master, *children(self.master)]:
-            self.roles.setdefault(pid, f"worker {pid}")
-            kib = rss_kib(pid)
-            if kib is not None:
-                self.rss.setdefault(pid, []).append((round(now, 2), kib))
+        trees = {"worker": self.master} | {f"{name} child": pid for name, pid in self.trees.items()}
+        for child_role, root in trees.items():
+            for pid in [root, *children(root)]:
+                self.roles.setdefault(pid, f"{child_role} {pid}")
+                kib = rss_kib(pid)
+                if kib is not None:
+                    self.rss.setdefault(pid, []).append((round(now, 2), kib))
         self._sample_cpu(baseline=False)
 
     def _sample_cpu(self, *, baseline: bool) -> None:
-        groups = {"gunicorn": [self.master, *children(self.master)], "postgres": postgres_backends(self.database)}
+        groups = {"gunicorn": [self.master, *children(self.master)], "postgres": postgres_backends(self.database), "driver": self.driver}
+        groups |= {name: [pid, *children(pid)] for name, pid in self.trees.items()}
         for group, pids in groups.items():
             for pid in pids:
                 seconds = cpu_seconds(pid)
@@ -295,15 +322,249 @@ def stop_process(master: subprocess.Popen, workers: set[int]) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+# --- the plans scenario: a Celery worker kept busy with the largest allowed plans ------------------
+@contextlib.contextmanager
+def celery_worker(env: dict[str, str], *, nice: int, concurrency: int, logdir: Path):
+    """The cpu-queue worker as docs/benchmarks.md advises beside a web tier on one machine: `nice -n N`
+    and --concurrency 1 (on 2 cores). Yields (process, how its priority was lowered)."""
+    cmd = [str(APP_BIN / "celery"), "-A", "config", "worker", "--queues", "cpu", "--concurrency", str(concurrency),
+           "--loglevel", "INFO", "--hostname", "loadtest@%h", "--logfile", str(logdir / "celery.log")]  # fmt: skip
+    if nice:
+        cmd = ["nice", "-n", str(nice), *cmd]  # nice execs the worker: the pid is the worker's
+    # A session of its own, so the whole tree stops with one signal; gunicorn has one too.
+    process = subprocess.Popen(cmd, env=env, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        yield process, {"nice": nice, "autogroup_nice": autogroup_nice(process.pid, nice) if nice else None}
+    finally:
+        stop_worker(process)
+
+
+def autogroup_nice(pid: int, nice: int) -> int | None:
+    """With the kernel's autogroups on, each session is a scheduling group and a process's nice weighs only
+    against its own group: a nice-10 worker in its own session would still take as much CPU as gunicorn's
+    whole session. Setting the session's autogroup nice weighs the worker against gunicorn as separate
+    containers with cpu_shares do (docker-compose.yml). None when the kernel has no autogroups."""
+    enabled = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    if not enabled.exists() or enabled.read_text().strip() != "1":
+        return None
+    Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+
+
+def stop_worker(process: subprocess.Popen) -> None:
+    """SIGTERM the worker's group (a warm shutdown waits for the running search), SIGKILL it after 10 s."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # pool children left behind by a killed master
+    process.wait()
+
+
+def largest_allowed_plan(env: dict[str, str]) -> tuple[dict, int]:
+    """LARGEST_PLAN_SHAPE at the largest max_chips the size limit allows (binary search over the exact
+    count, as tests/planner/test_plan_worker.py finds it), and its candidate count."""
+    code = f"""
+import json
+from planner import services
+from planner.serializers import PlanInputSerializer
+shape = json.loads({json.dumps(json.dumps(LARGEST_PLAN_SHAPE))})
+def candidates(max_chips):
+    serializer = PlanInputSerializer(data={{**shape, "hardware": {{**shape["hardware"], "max_chips": max_chips}}}})
+    serializer.is_valid(raise_exception=True)
+    try:
+        return services.plan_search_prepare(data=serializer.validated_data).candidates
+    except services.PlanTooLarge:
+        return 0
+low, high = 1, shape["hardware"]["max_chips"]
+while low < high:
+    middle = (low + high + 1) // 2
+    low, high = (middle, high) if candidates(middle) else (low, middle - 1)
+print(json.dumps({{"max_chips": low, "candidates": candidates(low)}}))
+"""
+    found = json.loads(manage(env, "shell", "-c", code).stdout.strip().splitlines()[-1])
+    return {**LARGEST_PLAN_SHAPE, "hardware": {**LARGEST_PLAN_SHAPE["hardware"], "max_chips": found["max_chips"]}}, found["candidates"]
+
+
+class Psql:
+    """One psql session kept open for the keeper's polls (this script has no database driver); psql writes
+    each answer at once, and an \\echo marker ends it."""
+
+    END = "__loadtest_end__"
+
+    def __init__(self, database: str):
+        self.process = subprocess.Popen(["psql", *PG, "-X", "-q", "-A", "-t", "-F", "\t", database], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)  # fmt: skip
+
+    def rows(self, sql: str) -> list[list[str]]:
+        self.process.stdin.write(f"{sql.strip().rstrip(';')};\n\\echo {self.END}\n")
+        self.process.stdin.flush()
+        rows, errors = [], []
+        while (line := self.process.stdout.readline()) != f"{self.END}\n":
+            if not line:
+                raise RuntimeError(f"psql exited ({self.process.poll()}): {' '.join(errors)}")
+            (errors if line.startswith(("psql:", "ERROR:", "LINE ")) else rows).append(line.rstrip("\n"))
+        if errors:
+            raise RuntimeError(f"psql: {' '.join(errors)}")
+        return [row.split("\t") for row in rows if row]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class PlanKeeper(threading.Thread):
+    """Keeps `in_flight` plans queued or running on the worker: POSTs `body` to /api/v1/plans/ with the write
+    token (each must be answered 202: queued), reads their state from the database every `poll_s` through
+    one psql session (not the API: the web tier serves only the measured reads and the submissions), and
+    POSTs another as soon as one is done or failed. Every plan's times are kept for plans_summary()."""
+
+    def __init__(self, *, port: int, token: str, body: dict, database: str, in_flight: int, poll_s: float = 0.2):
+        super().__init__(daemon=True)
+        self.url = f"http://127.0.0.1:{port}/api/v1/plans/"
+        self.token, self.body, self.in_flight, self.poll_s = token, body, in_flight, poll_s
+        self.psql = Psql(database)
+        self.plans: dict[str, dict] = {}  # id -> posted_at, post_ms, then status, created/started/finished (epoch s), search_s, error
+        self.pending: list[str] = []
+        self.error: BaseException | None = None
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.is_set():
+                while len(self.pending) < self.in_flight and not self._stop_event.is_set():
+                    self._submit()
+                self._poll()
+                self._stop_event.wait(self.poll_s)
+        except BaseException as exc:  # noqa: BLE001 - kept and raised in the main thread by stop()
+            self.error = exc
+
+    def wait_running(self, timeout_s: float = 120) -> None:
+        """Until the worker has taken the first plan (it is up and consuming)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.error is None:
+            if any(p.get("started") for p in list(self.plans.values())):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"the worker took no plan within {timeout_s:.0f} s (see var/loadtest/celery.log): {self.error}")
+
+    def stop(self) -> None:
+        """No more submissions; one last look at the plans' state."""
+        self._stop_event.set()
+        self.join()
+        try:
+            if self.error is None:
+                self._poll()
+        finally:
+            self.psql.close()
+        if self.error is not None:
+            raise RuntimeError(f"the plan keeper failed: {self.error}") from self.error
+
+    def _submit(self) -> None:
+        request = urllib.request.Request(self.url, data=json.dumps(self.body).encode(), method="POST", headers={
+            "Content-Type": "application/json", "Accept": "application/json", "Authorization": f"Token {self.token}"})  # fmt: skip
+        posted_at = time.time()
+        started = time.perf_counter()
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                code, answer = response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            code, answer = error.code, error.read()[:300]
+        if code != 202:
+            raise RuntimeError(f"POST /api/v1/plans/ answered {code}, not 202 (queued): {answer}")
+        self.plans[answer["id"]] = {"posted_at": posted_at, "post_ms": round((time.perf_counter() - started) * 1e3, 1), "status": "queued"}
+        self.pending.append(answer["id"])
+
+    def _poll(self) -> None:
+        if not self.pending:
+            return
+        ids = ",".join(f"'{pk}'" for pk in self.pending)  # uuids the API gave us
+        sql = ("select id, status, extract(epoch from created_at), extract(epoch from started_at), extract(epoch from finished_at), "
+               "results->>'search_seconds', left(regexp_replace(error, '\\s+', ' ', 'g'), 200) "  # one line per plan
+               f"from planner_plan where id in ({ids})")  # fmt: skip
+        for pk, status, created, started, finished, search_s, error in self.psql.rows(sql):
+            self.plans[pk].update(status=status, created=_float(created), started=_float(started), finished=_float(finished),
+                                  search_s=_float(search_s), error=error)  # fmt: skip
+            if status in ("done", "failed"):
+                self.pending.remove(pk)
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def in_flight_profile(intervals: list[tuple[float, float | None]], start: float, end: float) -> dict:
+    """How many plans were queued or running over [start, end], from each one's (created, finished or None):
+    the time-weighted mean, the least and the most, and the share of the window at each count."""
+    events = []
+    for created, finished in intervals:
+        since, until = max(created, start), min(end if finished is None else finished, end)
+        if since < until:
+            events += [(since, 1), (until, -1)]
+    time_at: dict[int, float] = {}
+    count, now = 0, start
+    for t, delta in sorted(events):
+        time_at[count] = time_at.get(count, 0.0) + t - now
+        count, now = count + delta, t
+    time_at[count] = time_at.get(count, 0.0) + end - now
+    span = max(end - start, 1e-9)
+    seen = [n for n, seconds in time_at.items() if seconds > 1e-9]
+    return {
+        "mean": round(sum(n * s for n, s in time_at.items()) / span, 2), "min": min(seen, default=0), "max": max(seen, default=0),
+        "share_of_time": {str(n): round(time_at[n] / span, 3) for n in sorted(seen)},
+    }  # fmt: skip
+
+
+def plans_summary(plans: dict[str, dict], *, start: float, end: float, in_flight: int) -> dict:
+    """The window's plans: how many finished in it, their worker-side times (taken -> stored, the search alone,
+    waiting in the queue), the POSTs' 202 times, and how many were queued or running."""
+    finished = [p for p in plans.values() if p.get("finished") is not None and start <= p["finished"] <= end]
+    done = [p for p in finished if p["status"] == "done"]
+
+    def spread(values: list[float], scale: float = 1.0) -> dict:
+        ordered = sorted(v * scale for v in values)
+        return {"n": len(ordered), "min": _round(ordered[0]) if ordered else None, "p50": _percentile(ordered, 50),
+                "p95": _percentile(ordered, 95), "max": _round(ordered[-1]) if ordered else None}  # fmt: skip
+
+    posted = [p for p in plans.values() if start <= p["posted_at"] <= end]
+    return {
+        "kept_in_flight": in_flight, "submitted": len(plans), "submitted_in_window": len(posted),
+        "completed_in_window": len(done), "failed_in_window": len(finished) - len(done),
+        "completed_per_min": round(len(done) * 60 / max(end - start, 1e-9), 1),
+        "errors": sorted({p["error"] for p in finished if p["status"] != "done" and p.get("error")})[:5],
+        "worker_run_s": spread([p["finished"] - p["started"] for p in done if p.get("started")]),
+        "search_s": spread([p["search_s"] for p in done if p.get("search_s") is not None]),
+        "queue_wait_s": spread([p["started"] - p["created"] for p in done if p.get("started") and p.get("created")]),
+        "post_202_ms": spread([p["post_ms"] for p in posted]),
+        "queued_or_running": in_flight_profile([(p.get("created") or p["posted_at"], p.get("finished")) for p in plans.values()],
+                                               start, end),
+    }  # fmt: skip
+
+
+def _round(value: float) -> float:
+    return round(value, 2) if abs(value) < 10 else round(value, 1)
+
+
 # --- locust -----------------------------------------------------------------------------------
-def run_locust(*, user_class: str, port: int, token: str, users: int, duration: int, workdir: Path, label: str) -> tuple[Path, float, int]:
+def run_locust(
+    *, user_class: str, port: int, token: str, users: int, duration: int, workdir: Path, label: str, extra_env: dict[str, str] | None = None
+) -> tuple[Path, float, int]:
     """Runs locust headless; returns its record of every request (the locustfile's Recorder), the CPU
     seconds locust used and its exit code. Its own CSVs are left beside the record for a cross-check."""
     prefix = workdir / label
     cmd = [str(LOAD_BIN / "locust"), "-f", str(ROOT / "benchmarks" / "locustfile.py"), "--headless",
            "-u", str(users), "-r", str(users), "-t", f"{duration}s", "--host", f"http://127.0.0.1:{port}",
            "--csv", str(prefix), "--only-summary", "--loglevel", "WARNING", "--stop-timeout", "0", user_class]  # fmt: skip
-    env = {**os.environ, "HWPLANNER_LOAD_TOKEN": token, "HWPLANNER_LOAD_RESULTS": f"{prefix}_record.json"}
+    env = {**os.environ, "HWPLANNER_LOAD_TOKEN": token, "HWPLANNER_LOAD_RESULTS": f"{prefix}_record.json", **(extra_env or {})}
     with open(workdir / f"{label}-locust.log", "w") as out:
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         try:
@@ -361,8 +622,10 @@ def run_scenario(scenario: str, *, env: dict[str, str], token: str, args: argpar
     with gunicorn(env, port=port, worker_class=args.worker_class, threads=args.threads, logdir=workdir) as master:
         # Warm-up, discarded: every kind of request (whole-catalog plans too) for a few seconds, so both
         # workers have imported, connected and grown to their working size before the RSS baseline.
-        warm_up = dict(user_class=WARM_UP_CLASS, users=4, duration=args.warmup, label=f"{scenario}-warmup")
+        warm_up = dict(user_class=WARM_UP_CLASSES.get(scenario, WARM_UP_CLASS), users=4, duration=args.warmup, label=f"{scenario}-warmup")
         run_locust(port=port, token=token, workdir=workdir, **warm_up)
+        if scenario == "plans":
+            return run_plans_scenario(env=env, token=token, args=args, workdir=workdir, port=port, master=master)
         sampler = ProcessSampler(master.pid, args.database)
         sampler.start()
         log(f"{scenario}: locust -u {args.users} for {args.duration} s")
@@ -380,12 +643,69 @@ def run_scenario(scenario: str, *, env: dict[str, str], token: str, args: argpar
     }  # fmt: skip
 
 
+def run_plans_scenario(*, env: dict[str, str], token: str, args: argparse.Namespace, workdir: Path, port: int,
+                       master: subprocess.Popen) -> dict:  # fmt: skip
+    """Catalog reads at --rate req/s while a worker beside gunicorn always has --plans-in-flight of the largest
+    allowed plans queued or running (the keeper replaces each one that finishes)."""
+    body, candidates = args.largest_plan
+    paced = args.rate > 0
+    user_class = SCENARIOS["plans"] if paced else "CatalogReads"  # --rate 0: closed loop, as the reads scenario
+    locust_env = {"HWPLANNER_LOAD_USER_RATE": f"{args.rate / args.users:.6g}"} if paced else {}
+    with celery_worker(env, nice=args.worker_nice, concurrency=args.worker_concurrency, logdir=workdir) as (worker, priority):
+        log(f"plans: a worker (nice {args.worker_nice}, autogroup nice {priority['autogroup_nice']}, concurrency "
+            f"{args.worker_concurrency}); keeping {args.plans_in_flight} plans of {candidates:,} candidates (max_chips "
+            f"{body['hardware']['max_chips']}) queued or running")  # fmt: skip
+        keeper = PlanKeeper(port=port, token=token, body=body, database=args.database, in_flight=args.plans_in_flight)
+        keeper.start()
+        try:
+            if args.plans_in_flight:  # 0: the same reads beside an idle worker, for comparison
+                keeper.wait_running()
+            sampler = ProcessSampler(master.pid, args.database, trees={"celery": worker.pid}, driver=[os.getpid(), keeper.psql.process.pid])
+            sampler.start()
+            pace = f" at {args.rate:g} req/s in all" if paced else ""
+            log(f"plans: locust {user_class} -u {args.users}{pace} for {args.duration} s")
+            start = time.time()
+            try:
+                record, locust_cpu, code = run_locust(
+                    user_class=user_class,
+                    port=port,
+                    token=token,
+                    users=args.users,
+                    duration=args.duration,
+                    workdir=workdir,
+                    label="plans",
+                    extra_env=locust_env,
+                )
+            finally:
+                end = time.time()
+                sampler.stop()
+        finally:
+            keeper.stop()
+    endpoints, total, failures = summarise(record)
+    figures = cpu_figures(sampler, locust_cpu, total["requests"])
+    figures["projected_req_per_s_alone"] = None  # a paced load with a worker beside it measures latency, not capacity
+    return {
+        "scenario": "plans", "locust_user_class": user_class, "users": args.users, "duration_s": args.duration,
+        "offered_req_per_s": args.rate if paced else None,
+        "endpoints": endpoints, "total": total, "failures": failures, "locust_exit_code": code,
+        "worker": {"command": f"{'nice -n ' + str(args.worker_nice) + ' ' if args.worker_nice else ''}celery -A config worker --queues cpu "
+                              f"--concurrency {args.worker_concurrency}", **priority},
+        "plan_body": body, "plan_candidates": candidates,
+        "plans": plans_summary(keeper.plans, start=start, end=end, in_flight=args.plans_in_flight),
+        "rss": sampler.rss_summary(),
+        **figures,
+    }  # fmt: skip
+
+
 def cpu_figures(sampler: ProcessSampler, locust_cpu: float, requests: int) -> dict:
     server, db = sampler.cpu_seconds("gunicorn"), sampler.cpu_seconds("postgres")
-    other = sampler.machine_cpu_s - server - db - locust_cpu
-    cores = {"gunicorn": server, "postgres": db, "locust": locust_cpu, "other_processes": other}
+    trees = {name: sampler.cpu_seconds(name) for name in sampler.trees}
+    driver = sampler.cpu_seconds("driver")
+    other = sampler.machine_cpu_s - server - db - locust_cpu - driver - sum(trees.values())
+    cores = {"gunicorn": server, "postgres": db, **trees, "locust": locust_cpu, "driver": driver, "other_processes": other}
     return {
-        # What else ran meanwhile: other processes' CPU is capacity the service did not get.
+        # What else ran meanwhile: other processes' CPU is capacity the service did not get. "driver" is
+        # this script (its sampler, and the plans scenario's keeper with its psql session).
         "cpu_cores": {k: round(max(v, 0.0) / sampler.elapsed_s, 2) for k, v in cores.items()} | {"machine": os.cpu_count()},
         # CPU per request changes least with contention: capacity ~ cores free for the service / this.
         "cpu_ms_per_request": {"gunicorn": round(1e3 * server / max(requests, 1), 2), "postgres": round(1e3 * db / max(requests, 1), 2)},
@@ -405,11 +725,22 @@ def _plan_p95(result: dict) -> float | None:
     return max((e["p95_ms"] for e in rows if e["p95_ms"] is not None), default=None)
 
 
+def _chips_p95_while_plans_ran(result: dict) -> float | None:
+    """GET /api/v1/chips/'s p95, counted only when the plans really ran meanwhile: the worker finished at
+    least one in the window, and never fewer than all but one were queued or running (one is missing only
+    between its finish and its replacement's 202)."""
+    plans = result["plans"]
+    if plans["completed_in_window"] < 1 or plans["queued_or_running"]["min"] < plans["kept_in_flight"] - 1:
+        return None
+    return next((e["p95_ms"] for e in result["endpoints"] if e["method"] == "GET" and e["endpoint"] == "/api/v1/chips/"), None)
+
+
 # The issue's targets for this machine: (scenario, target, measure, comparison, bound).
 TARGETS = (
     ("reads", "catalog reads >= 500 req/s", _throughput, ">=", 500.0),
     ("estimates", "estimates >= 200 req/s", _throughput, ">=", 200.0),
     ("mix", "plan p95 < 500 ms (POST /api/v1/plans/, both bodies)", _plan_p95, "<", 500.0),
+    ("plans", "GET /api/v1/chips/ p95 < 100 ms while 4 of the largest plans run", _chips_p95_while_plans_ran, "<", 100.0),
 )
 
 
@@ -422,6 +753,20 @@ def judge(results: dict[str, dict]) -> list[dict]:
         met = value is not None and (value >= bound if op == ">=" else value < bound)
         verdicts.append({"target": what, "scenario": scenario, "measured": value, "met": met})
     return verdicts
+
+
+def merge_results(previous: dict | None, run: dict) -> dict:
+    """This run's summary with the stored scenarios it did not run kept (a run of --scenario plans keeps mix,
+    reads and estimates as they were measured). Each scenario carries the date, command, settings and machine
+    of the run that measured it; the top level is this run's, and the targets are judged over them all."""
+    stamp = ("date", "command", "settings", "machine")
+    scenarios = {name: {**{k: run[k] for k in stamp}, **result} for name, result in run["scenarios"].items()}
+    for name, result in ((previous or {}).get("scenarios") or {}).items():
+        if name not in scenarios:
+            scenarios[name] = {**{k: previous[k] for k in stamp if k in previous}, **result}
+    order = [*SCENARIOS, *sorted(set(scenarios) - set(SCENARIOS))]
+    merged = {name: scenarios[name] for name in order if name in scenarios}
+    return {**run, "scenarios": merged, "targets": judge(merged)}
 
 
 def machine() -> dict:
@@ -437,10 +782,22 @@ def machine() -> dict:
 def print_table(results: dict[str, dict], verdicts: list[dict]) -> None:
     for scenario, r in results.items():
         c = r["cpu_cores"]
-        print(f"\n{scenario}: {r['users']} users, {r['duration_s']} s; CPU cores used: gunicorn {c['gunicorn']}, postgres {c['postgres']}, "
-              f"locust {c['locust']}, other processes {c['other_processes']} (of {c['machine']}); "
-              f"CPU per request: gunicorn {r['cpu_ms_per_request']['gunicorn']} ms, postgres {r['cpu_ms_per_request']['postgres']} ms; "
-              f"projected alone on the machine: {r['projected_req_per_s_alone']} req/s")  # fmt: skip
+        split = ", ".join(f"{'other processes' if k == 'other_processes' else k} {v}" for k, v in c.items() if k != "machine")
+        pace = f" at {r['offered_req_per_s']:g} req/s offered" if r.get("offered_req_per_s") else ""
+        alone = r.get("projected_req_per_s_alone")
+        projected = f"; projected alone on the machine: {alone} req/s" if alone else ""
+        print(f"\n{scenario}: {r['users']} users{pace}, {r['duration_s']} s; CPU cores used: {split} (of {c['machine']}); "
+              f"CPU per request: gunicorn {r['cpu_ms_per_request']['gunicorn']} ms, postgres {r['cpu_ms_per_request']['postgres']} ms"
+              f"{projected}")  # fmt: skip
+        if "plans" in r:
+            p, q, run_s = r["plans"], r["plans"]["queued_or_running"], r["plans"]["worker_run_s"]
+            print(f"  worker: {r['worker']['command']} (autogroup nice {r['worker']['autogroup_nice']}); plans of {r['plan_candidates']:,} "
+                  f"candidates: {p['completed_in_window']} completed in the window ({p['completed_per_min']}/min), "
+                  f"{p['failed_in_window']} failed; worker run s p50 {_fmt(run_s['p50'])} "
+                  f"(min {_fmt(run_s['min'])}, max {_fmt(run_s['max'])}), "
+                  f"search s p50 {_fmt(p['search_s']['p50'])}, queue wait s p50 {_fmt(p['queue_wait_s']['p50'])}; "
+                  f"POST 202 ms p50 {_fmt(p['post_202_ms']['p50'])}, max {_fmt(p['post_202_ms']['max'])}; "
+                  f"queued or running: mean {q['mean']}, min {q['min']}, share of time {q['share_of_time']}")  # fmt: skip
         print(f"  {'endpoint':<38}{'requests':>9}{'fail':>6}{'req/s':>8}{'p50':>7}{'p95':>7}{'p99':>7}  ms")
         for e in [*r["endpoints"], r["total"]]:
             name = f"{e['method'] or ''} {e['endpoint']}".strip()
@@ -451,7 +808,8 @@ def print_table(results: dict[str, dict], verdicts: list[dict]) -> None:
                   f"max {p['max_mib']:.1f}, drift {p['drift_mib']:+.1f} MiB, slope {p['slope_mib_per_min']:+.2f} MiB/min")  # fmt: skip
     print()
     for v in verdicts:
-        print(f"  {'MET   ' if v['met'] else 'MISSED'} {v['target']}: {v['measured']}")
+        stored = "" if v["scenario"] in results else " (stored result)"
+        print(f"  {'MET   ' if v['met'] else 'MISSED'} {v['target']}: {v['measured']}{stored}")
 
 
 def _fmt(value: float | None) -> str:
@@ -466,6 +824,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--users", type=int, default=24, help="concurrent closed-loop clients (default 24)")
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
     parser.add_argument("--threads", type=int, default=4, help="threads per worker with gthread (default 4)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=200.0,
+        help="plans: catalog reads per second offered in all, paced over the users (default 200; 0: closed loop)",
+    )
+    parser.add_argument("--plans-in-flight", type=int, default=4, help="plans: largest allowed plans kept queued or running (default 4)")
+    parser.add_argument("--worker-nice", type=int, default=10, help="plans: the worker's nice value (default 10, as deployed)")
+    parser.add_argument("--worker-concurrency", type=int, default=1, help="plans: the worker's --concurrency (default 1, as on 2 cores)")
     parser.add_argument("--database", default="hwplanner_load")
     parser.add_argument("--output", type=Path, default=RESULTS)
     return parser.parse_args(argv)
@@ -491,8 +858,9 @@ def main(argv: list[str] | None = None) -> int:
         manage(env, "migrate", "--noinput")
         manage(env, "loadcatalog")
         token = create_token(env)
+        if "plans" in scenarios:
+            args.largest_plan = largest_allowed_plan(env)
         results = {s: run_scenario(s, env=env, token=token, args=args, workdir=workdir) for s in scenarios}
-    verdicts = judge(results)
     summary = {
         "command": "benchmarks/loadtest.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": started.isoformat(timespec="seconds"), "machine": machine(),
@@ -500,11 +868,13 @@ def main(argv: list[str] | None = None) -> int:
                      "gunicorn": {"workers": 2, "worker_class": args.worker_class,
                                   "threads": args.threads if args.worker_class == "gthread" else 1},
                      "api_throttle_rate": THROTTLE, "users": args.users, "duration_s": args.duration},
-        "scenarios": results, "targets": verdicts,
+        "scenarios": results,
     }  # fmt: skip
+    previous = json.loads(args.output.read_text()) if args.output.exists() else None
+    merged = merge_results(previous, summary)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(summary, indent=1) + "\n")
-    print_table(results, verdicts)
+    args.output.write_text(json.dumps(merged, indent=1) + "\n")
+    print_table(results, merged["targets"])
     log(f"wrote {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
     failed = sum(r["total"].get("failures", 0) for r in results.values())
     return 1 if failed else 0
