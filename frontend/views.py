@@ -433,8 +433,8 @@ def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
 
 
 def _simulation_form_context(values: dict[str, Any], errors: dict[str, list[str]], **extra: Any) -> dict[str, Any]:
-    # The simulator steps autoregressive and block-diffusion models (masked diffusion it does not).
-    models = [m for m in catalog.model_list() if m.generation_kind != ModelArch.GenerationKind.DIFFUSION]
+    # Autoregressive models (the form's own decoding), and the model of a plan row it was prefilled from (whose decoding it carries).
+    models = [m for m in catalog.model_list() if m.generation_kind == ModelArch.GenerationKind.AUTOREGRESSIVE or m.slug == values.get("model")]
     return {
         "values": values, "errors": errors, "models": models, "chips": catalog.chip_list().order_by("vendor", "slug"),
         "offerings": catalog.offering_list().order_by("chip__slug", "slug"), "dtypes": DTYPES,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -176,11 +177,7 @@ def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
 
 
 def _median(xs: list[float]) -> float | None:
-    if not xs:
-        return None
-    s = sorted(xs)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0
+    return statistics.median(xs) if xs else None
 
 
 def _summary(values: list[dict[str, Any]]) -> dict[str, Any]:
