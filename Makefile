@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install migrate catalog worker web lint bench accuracy clean loadtest
+.PHONY: run test install migrate catalog lint bench accuracy clean loadtest
 
 # The development venv holds the runtime and the test tools (requirements-test.txt includes requirements.txt).
 $(STAMP): requirements.txt requirements-test.txt
