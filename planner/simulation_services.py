@@ -417,11 +417,16 @@ def plan_row_decoding(plan: Plan, row: dict[str, Any]) -> dict[str, Any] | None:
     output_tokens = int((inputs.get("workload") or {}).get("output_tokens") or 1)
     if model is None:
         return None
+    from planner.serializers import DecodingSerializer
+
     for option in options:
+        checked = DecodingSerializer(data=option)  # the stored options name a draft model by slug: resolved here
+        if not checked.is_valid():
+            continue  # no longer valid against the catalog (a draft model deleted since)
         try:
-            if decoding_spec(option, model=model, output_tokens=output_tokens).label == row.get("decoding"):
+            if decoding_spec(checked.validated_data, model=model, output_tokens=output_tokens).label == row.get("decoding"):
                 return dict(option)
-        except (ValueError, ModelArch.DoesNotExist):
+        except ValueError:
             continue
     return None
 

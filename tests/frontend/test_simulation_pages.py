@@ -378,3 +378,13 @@ def test_the_payload_has_the_shape_the_simulations_api_takes():
 )  # fmt: skip
 def test_each_serializer_error_lands_on_the_field_that_caused_it(path, field):
     assert forms.simulation_field_for(path) == field
+
+
+def test_a_draft_model_plan_rows_decoding_travels_with_the_form_too(catalog, ui_client):
+    draft = {"method": "speculative", "draft_model": "llama-3.2-1b", "draft_tokens": 4, "acceptance_rate": 0.7}
+    plan = make_plan({**RATE_PLAN, "decodings": [draft], "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 1}})
+    rank = next(r for r, row in enumerate(plan.results["ranked"], 1) if row["decoding"].startswith("speculative("))
+    response = ui_client.get(f"/simulations/new/?plan={plan.id}&rank={rank}")
+    assert response.status_code == 200
+    carried = re.search(r'name="decoding" value="([^"]*)"', response.content.decode()).group(1).replace("&quot;", '"')
+    assert json.loads(carried)["draft_model"] == "llama-3.2-1b"
