@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
-from accounts.throttling import throttle_counters_clear
+from accounts.throttling import RateThrottle, throttle_counters_clear
 from hwcatalog.cache import cache_clear
 
 
@@ -24,8 +26,14 @@ def catalog_answers_forgotten():
 
 
 @pytest.fixture
-def throttle_rates(settings):
-    """throttle_rates(anon="3/min", ...) sets rates for this test (the throttles read them per request)."""
+def throttle_rates(settings, monkeypatch):
+    """throttle_rates(anon="3/min", ...) sets rates for this test (the throttles read them per request).
+
+    The throttles' clock stands still for the test, one second into the current minute: the counters are
+    fixed windows on the clock, and three requests against "2/min" that straddle a minute's end would all
+    pass (CI failed so once). One second in, a minute's key lives 60 s in Redis and Retry-After says 59."""
+    frozen = time.time() // 60 * 60 + 1
+    monkeypatch.setattr(RateThrottle, "timer", staticmethod(lambda: frozen))
 
     def set_rates(**scopes: str) -> None:
         current = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]

@@ -80,7 +80,7 @@ def test_a_cache_that_is_down_is_tried_once_per_fallback_period_not_per_request(
 
 def test_the_shared_cache_is_used_again_once_the_fallback_period_is_over(db, throttle_rates, monkeypatch, settings):
     throttle_rates(anon="1000/min")
-    throttling._shared.down_until = time.time() - 1  # a failure whose fallback period is over
+    throttling._shared.down_until = throttling.RateThrottle.timer() - 1  # a failure whose fallback period is over (on the throttles' clock)
     calls = []
     real = throttling._shared_incr
     monkeypatch.setattr(throttling, "_shared_incr", lambda *a, **k: calls.append(1) or real(*a, **k))
