@@ -155,6 +155,19 @@ def attention_layout(model: ModelSpec, layout: WorkerLayout) -> tuple[WorkerLayo
     return dataclasses.replace(layout, tensor_parallel=1, attention_data_parallel=tp), note
 
 
+def agg_batch(row: SiliconRow) -> int:
+    """The sequences an agg worker is asked to hold: the concurrency, capped by the engine's max batch
+    per attention-DP rank times the ranks (batch_size x attention_dp_size equals the concurrency in most
+    rows) where that cap reaches the concurrency. A published batch that times its ranks falls short of
+    the concurrency is not read as a cap: 22 of the dev file's 23 such rows (TensorRT-LLM; 17 of them
+    publish the concurrency divided by tp_size, a per-GPU figure) measure a TTFT 20-250 times shorter
+    than waiting for a slot would take, and a TPOT that only the whole concurrency decoding explains
+    (docs/accuracy.md, "What the published columns cannot say"). The KV cache still caps what is
+    admitted (estimate_admitting)."""
+    admits = (row.agg.batch or row.concurrency) * row.agg.attention_data_parallel
+    return row.concurrency if admits < row.concurrency else min(row.concurrency, admits)
+
+
 def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration, efficiency):
     layout, note = attention_layout(model, layout)
     deployment = Deployment(
@@ -189,8 +202,7 @@ def silicon_estimates(
         _check(row.agg, "")
         # batch_size is the engine's max batch per attention-DP rank (it times attention_dp_size equals
         # the concurrency in every such row), so the worker admits batch_size x attention_dp_size.
-        admits = (row.agg.batch or row.concurrency) * row.agg.attention_data_parallel
-        batch = min(row.concurrency, admits)
+        batch = agg_batch(row)
         both = _one(model, chip, row.agg, workload, batch, dtype, False, calibration, efficiency)
         return {"ttft_s": both, "tpot_s": both}
     _check(row.prefill, "prefill_")

@@ -174,3 +174,28 @@ def test_a_configuration_measured_twice_sets_a_floor_at_its_spread_around_the_ge
     assert floor["groups"] == 1
     assert floor["tpot_s"]["count"] == 2 and floor["tpot_s"]["mdape"] == pytest.approx(75.0)
     assert floor["ttft_s"]["count"] == 0 and floor["ttft_s"]["mdape"] is None
+
+
+def test_a_published_agg_batch_below_the_concurrency_is_not_read_as_the_engines_cap():
+    """The row as published (GB200, Qwen3-32B, TensorRT-LLM): batch 4 of concurrency 8 on two GPUs, a TTFT of 0.53 s.
+    Read as a cap, four clients would wait a whole request (500 tokens) for a slot: 5.6 s predicted."""
+    from planner.engine.silicon import agg_batch
+
+    header = ("id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,batch_size,tp_size,"
+              "pp_size,attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms")  # fmt: skip
+    per_gpu, capped, per_rank = read_silicon([
+        header, "a,silicon_concurrency=8,trtllm,1.3.0rc1,Qwen/Qwen3-32B,gb200,,agg,2000,500,4,2,1,0,0,0,534.0,30.0",
+        "b,silicon_concurrency=8,trtllm,1.3.0rc1,Qwen/Qwen3-32B,gb200,,agg,2000,500,16,2,1,0,0,0,534.0,30.0",
+        "c,silicon_concurrency=64,trtllm,1.3.0rc1,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,1024,8,1,1,8,1,8,300.0,30.0",
+    ])  # fmt: skip
+    assert agg_batch(per_gpu) == 8  # not 4: every client in flight
+    assert agg_batch(capped) == 8  # a cap above the concurrency: the concurrency
+    assert agg_batch(per_rank) == 64  # 8 per attention-DP rank x 8 ranks
+
+
+def test_the_published_rows_with_a_batch_below_their_concurrency_are_predicted_without_a_wait_for_a_slot(catalog, capsys):
+    call_command("accuracy", str(Path(__file__).resolve().parent.parent / "fixtures" / "silicon_dev.csv"), "--json")
+    rows = {(r["id"], r["metric"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+    row = rows[("qwen_qwen3_32b_qwen_qwen3_32b_gb200_trtllm_agg_2000x500_c8_tp2_epnone_4", "ttft_s")]
+    assert row["batch"] == 8 and row["measured"] == pytest.approx(0.534, abs=1e-3)
+    assert row["predicted"] < 1.0  # 5.6 s when batch_size 4 was read as the cap
