@@ -56,7 +56,7 @@ GROUPS = ("workload", "hardware", "decodings")
 FORM_FIELDS = {
     "model", "config_file", "import_name", "prompt_tokens", "output_tokens", "concurrency", "request_rate_per_s",
     "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned", "serving_engine",
-    "adaptive_window", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
+    "adaptive_window", "name", "tags", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
 }  # fmt: skip
 
 
@@ -114,7 +114,19 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
         payload["budget_usd_per_million_output_tokens"] = post.get("budget")
     if _given(post.get("serving_engine")):  # empty: search every engine
         payload["serving_engine"] = post.get("serving_engine")
+    payload.update(labels_payload(post))
     return payload
+
+
+def labels_payload(post) -> dict[str, Any]:
+    """A plan's name and tags from a form: the tags typed comma-separated ("chat, Q3" -> ["chat", "Q3"];
+    the serializer lower-cases and checks each)."""
+    labels: dict[str, Any] = {}
+    if "name" in post:
+        labels["name"] = post.get("name", "")
+    if "tags" in post:
+        labels["tags"] = [tag.strip() for tag in post.get("tags", "").split(",") if tag.strip()]
+    return labels
 
 
 def _flatten(errors: Any, path: tuple = ()) -> list[tuple[tuple, str]]:

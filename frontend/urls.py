@@ -15,6 +15,7 @@ urlpatterns = [
     path("plans/", views.plan_list, name="plan-list"),
     path("plans/compare/", views.plan_compare, name="plan-compare"),
     path("plans/<uuid:plan_id>/", views.plan_detail, name="plan-detail"),
+    path("plans/<uuid:plan_id>/labels/", views.plan_labels, name="plan-labels"),
     path("plans/<uuid:plan_id>/validate/", views.validation_start, name="validation-start"),
     path("plans/<uuid:plan_id>/validations/<uuid:run_id>/", views.validation_fragment, name="validation-fragment"),
     path("fleets/", views.fleet_list, name="fleet-list"),

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count
@@ -19,7 +19,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from rest_framework.exceptions import ValidationError as DrfValidationError
 
+from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, explain, forms
 from frontend.templatetags.hwformat import format_as, gb, num, plain_percent, si
@@ -28,17 +30,18 @@ from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
 from jobs import selectors as jobs_selectors
 from jobs import services as jobs_services
-from planner import fleet_services
+from planner import fleet_services, plan_changes
 from planner import selectors as plans
 from planner import services as planner_services
 from planner import simulation_services
 from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.engine.units import DTYPES
 from planner.engine_profiles import serving_engines
+from planner.filters import PlanFilter
 from planner.fleet_serializers import FleetInputSerializer
 from planner.models import FleetPlan, Plan, SimulationRun
 from planner.result_schema import table_columns, validated_fields
-from planner.serializers import PlanInputSerializer
+from planner.serializers import PlanInputSerializer, PlanLabelsSerializer
 from planner.simulation_serializers import SimulationInputSerializer
 
 PLANS_PER_PAGE = 20
@@ -220,19 +223,50 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "explanation": explain.winner_explanation(results),
         "infeasible_examples": explain.infeasible_examples(results),
         "validations": runs,
+        "tags": list(plan.tags.values_list("name", flat=True)),
+        "may_label": may_manage(user=request.user, owner_id=plan.created_by_id),
     })  # fmt: skip
+
+
+def _plan_write(request: HttpRequest, plan_id, *, sign_in_to: str) -> tuple[Plan, str, HttpResponse | None]:
+    """A write from a plan's page: the plan, its page's address, and the sign-in redirect when no one is
+    signed in (back to the plan after signing in: the write's own URL answers POST only)."""
+    plan = _plan_or_404(plan_id)
+    detail = reverse("frontend:plan-detail", kwargs={"plan_id": plan.id})
+    if request.user.is_authenticated:
+        return plan, detail, None
+    messages.info(request, f"Sign in to {sign_in_to}.")
+    return plan, detail, redirect_to_login(detail)
+
+
+@require_POST
+@rate_limited(UiWriteRateThrottle)
+def plan_labels(request: HttpRequest, plan_id) -> HttpResponse:
+    """Rename or re-tag a plan from its page: its creator or staff (planner/plan_changes.py)."""
+    plan, detail, sign_in = _plan_write(request, plan_id, sign_in_to="rename or tag a plan")
+    if sign_in:
+        return sign_in
+    labels = PlanLabelsSerializer(data=forms.labels_payload(request.POST))
+    if not labels.is_valid():
+        text = "; ".join(f"{field}: {' '.join(errs)}" for field, errs in forms.form_errors(labels.errors).items())
+        messages.error(request, f"Name and tags not saved: {text}")
+        return redirect(detail)
+    try:
+        plan_changes.plan_labels_set(plan=plan, name=labels.validated_data.get("name"), tags=labels.validated_data.get("tags"), by=request.user)
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+        return redirect(detail)
+    messages.success(request, "Name and tags saved.")
+    return redirect(detail)
 
 
 @require_POST
 @rate_limited(UiWriteRateThrottle)
 def validation_start(request: HttpRequest, plan_id) -> HttpResponse:
-    plan = _plan_or_404(plan_id)
-    detail = reverse("frontend:plan-detail", kwargs={"plan_id": plan.id})
-    if not request.user.is_authenticated:
-        # A trial takes a worker's CPU or GPU: it needs an account. Back to the plan after signing
-        # in (this URL itself answers POST only).
-        messages.info(request, "Sign in to validate a configuration on a worker.")
-        return redirect_to_login(detail)
+    # A trial takes a worker's CPU or GPU: it needs an account.
+    plan, detail, sign_in = _plan_write(request, plan_id, sign_in_to="validate a configuration on a worker")
+    if sign_in:
+        return sign_in
     try:
         rank = int(request.POST.get("rank", ""))
     except ValueError:
@@ -260,8 +294,27 @@ def validation_fragment(request: HttpRequest, plan_id, run_id) -> HttpResponse:
 
 @require_GET
 def plan_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(plans.plan_list(), PLANS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "frontend/plan_list.html", {"page": page})
+    """The stored plans, newest first, filtered as GET /api/v1/plans/ filters them (planner/filters.py)."""
+    params = request.GET.copy()
+    params.pop("page", None)
+    for name in [k for k, v in params.items() if v == ""]:  # the form's empty fields: no filter
+        params.pop(name)
+    listed = PlanFilter(params, queryset=plans.plan_list(), request=request)
+    errors: dict[str, list[str]] = {}
+    found = Plan.objects.none()
+    if listed.is_valid():
+        try:
+            found = listed.qs
+        except DrfValidationError as exc:  # mine without an account, owner without staff
+            errors = {field: [str(m) for m in messages_] for field, messages_ in exc.detail.items()}
+    else:
+        errors = {field: list(messages_) for field, messages_ in listed.errors.items()}
+    page = Paginator(found, PLANS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "page": page, "filters": params.dict(), "filter_errors": errors, "filtered": bool(params),
+        "query": params.urlencode(), "model_choices": Plan.objects.order_by("model_slug").values_list("model_slug", flat=True).distinct(),
+    }  # fmt: skip
+    return render(request, "frontend/plan_list.html", context, status=400 if errors else 200)
 
 
 def _flat_inputs(value: Any, prefix: str = "") -> dict[str, str]:

@@ -3,22 +3,28 @@ from __future__ import annotations
 from django.contrib import admin
 
 from planner.calibrations import calibration_rollback
-from planner.models import Calibration, FleetPlan, Plan, SimulationRun
+from planner.models import Calibration, FleetPlan, Plan, PlanTag, SimulationRun
+
+
+class PlanTagInline(admin.TabularInline):
+    model = PlanTag
+    extra = 0
 
 
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
-    list_display = ["id", "model_slug", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned", "created_at"]
+    list_display = ["id", "name", "model_slug", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned", "created_at"]
     list_filter = ["model_slug", "pinned"]
-    search_fields = ["id", "model_slug"]
-    # Plans are immutable once stored; only the pinned flag may change.
-    readonly_fields = [f.name for f in Plan._meta.fields if f.name != "pinned"]
+    search_fields = ["id", "name", "model_slug", "tags__name"]
+    inlines = [PlanTagInline]
+    # Plans are immutable once stored; only the pinned flag, the name and the tags may change.
+    readonly_fields = [f.name for f in Plan._meta.fields if f.name not in Plan.MUTABLE_FIELDS]
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        obj.save(update_fields=["pinned"])
+        obj.save(update_fields=sorted(Plan.MUTABLE_FIELDS))
 
 
 @admin.register(Calibration)

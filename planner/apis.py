@@ -1,21 +1,24 @@
 from __future__ import annotations
 
+from django.db import transaction
 from django.http import Http404, HttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.generics import ListAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from inputs.serializers import StrictSerializer
 from planner import plan_changes, selectors, services
 from planner.exports import plan_csv
+from jobs.models import ValidationRun
 from planner.models import Plan
 from planner.result_schema import estimate_response_schema, plan_results_schema
-from planner.serializers import EstimateInputSerializer, PlanInputSerializer
+from planner.filters import PlanFilter
+from planner.serializers import EstimateInputSerializer, PlanInputSerializer, PlanLabelsSerializer
 
 
 @extend_schema_field(plan_results_schema())
@@ -37,22 +40,47 @@ class EstimateApi(APIView):
         return Response(services.estimate_compute(data=serializer.validated_data))
 
 
-class PlanOutputSerializer(serializers.ModelSerializer):
+class PlanLabelsOutput(serializers.ModelSerializer):
+    """A plan's labels and standing: its name and tags, who made it (to that user and to staff), and
+    whether a validation of one of its configurations succeeded."""
+
+    tags = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name", help_text="Its tags, lower case.")
+    owner = serializers.SerializerMethodField(help_text="Its creator's username, shown to the creator and to staff; null to anyone else.")
+    validated = serializers.SerializerMethodField(help_text="A validation of one of its configurations succeeded on a worker.")
+
+    class Meta:
+        model = Plan
+        fields = ["name", "tags", "owner", "validated"]
+
+    def get_owner(self, plan: Plan) -> str | None:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if plan.created_by_id is None or not getattr(user, "is_authenticated", False):
+            return None
+        return plan.created_by.username if user.is_staff or user.pk == plan.created_by_id else None
+
+    def get_validated(self, plan: Plan) -> bool:
+        annotated = getattr(plan, "validated", None)
+        return bool(annotated) if annotated is not None else plan.validations.filter(status=ValidationRun.Status.SUCCEEDED).exists()
+
+
+class PlanOutputSerializer(PlanLabelsOutput):
     results = PlanResultsField(read_only=True)
 
     class Meta:
         model = Plan
         fields = [
-            "id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens",
-            "pinned", "created_at", "status", "progress", "error", "finished_at", "calibration_used", "results", "catalog_snapshot",
+            "id", "name", "tags", "owner", "validated", "model_slug", "inputs", "candidate_count", "feasible_count",
+            "best_usd_per_million_output_tokens", "pinned", "created_at", "status", "progress", "error", "finished_at", "calibration_used",
+            "results", "catalog_snapshot",
         ]  # fmt: skip
 
 
-class PlanSummarySerializer(serializers.ModelSerializer):
+class PlanSummarySerializer(PlanLabelsOutput):
     class Meta:
         model = Plan
-        fields = ["id", "model_slug", "inputs", "candidate_count", "feasible_count", "best_usd_per_million_output_tokens", "pinned",
-                  "created_at", "status", "progress"]  # fmt: skip
+        fields = ["id", "name", "tags", "owner", "validated", "model_slug", "inputs", "candidate_count", "feasible_count",
+                  "best_usd_per_million_output_tokens", "pinned", "created_at", "status", "progress"]  # fmt: skip
 
 
 class PlanQueuedSerializer(serializers.ModelSerializer):
@@ -72,17 +100,15 @@ class PlanQueuedSerializer(serializers.ModelSerializer):
 
 
 class PlanListCreateApi(ListAPIView):
-    """List stored plans (newest first; filter `model`), or search + rank + store a new one."""
+    """List stored plans (newest first; filter by model, tag, name, creation day, validated, and whose
+    they are), or search + rank + store a new one (with a name and tags if given)."""
 
     serializer_class = PlanSummarySerializer
-    filter_backends: list = []
-
-    @extend_schema(parameters=[OpenApiParameter("model", str, description="Only plans for this model slug.")])
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PlanFilter
 
     def get_queryset(self):
-        return selectors.plan_list(model_slug=self.request.query_params.get("model"))
+        return selectors.plan_list()
 
     @extend_schema(
         request=PlanInputSerializer,
@@ -101,7 +127,7 @@ class PlanListCreateApi(ListAPIView):
         if plan.pending:
             queued = PlanQueuedSerializer(plan, context={"request": request}).data
             return Response(queued, status=status.HTTP_202_ACCEPTED, headers={"Location": queued["url"]})
-        return Response(PlanOutputSerializer(plan).data, status=status.HTTP_201_CREATED)
+        return Response(PlanOutputSerializer(plan, context={"request": request}).data, status=status.HTTP_201_CREATED)
 
 
 def _plan_or_404(plan_id) -> Plan:
@@ -111,26 +137,30 @@ def _plan_or_404(plan_id) -> Plan:
         raise Http404("No such plan.") from None
 
 
-class PlanPinInputSerializer(StrictSerializer):
+class PlanChangeInputSerializer(PlanLabelsSerializer):
+    """What a stored plan lets its creator (or staff) change: every field optional, an absent one unchanged."""
+
     pinned = serializers.BooleanField(required=False, help_text="Re-validate the plan's top configuration nightly; absent: unchanged.")
 
 
 class PlanDetailApi(APIView):
-    """A stored plan. PATCH pins or unpins it and DELETE deletes it: its creator or staff only (403
-    for anyone else); nothing else of a plan changes once stored."""
+    """A stored plan. PATCH pins or unpins, renames or re-tags it, and DELETE deletes it: its creator or
+    staff only (403 for anyone else); nothing else of a plan changes once stored."""
 
     @extend_schema(responses={200: PlanOutputSerializer})
     def get(self, request, plan_id):
-        return Response(PlanOutputSerializer(_plan_or_404(plan_id)).data)
+        return Response(PlanOutputSerializer(_plan_or_404(plan_id), context={"request": request}).data)
 
-    @extend_schema(request=PlanPinInputSerializer, responses={200: PlanSummarySerializer})
+    @extend_schema(request=PlanChangeInputSerializer, responses={200: PlanSummarySerializer})
     def patch(self, request, plan_id):
         plan = _plan_or_404(plan_id)
-        inputs = PlanPinInputSerializer(data=request.data)
+        inputs = PlanChangeInputSerializer(data=request.data)
         inputs.is_valid(raise_exception=True)
-        pinned = inputs.validated_data.get("pinned", plan.pinned)
-        plan = plan_changes.plan_pin_set(plan=plan, pinned=pinned, by=request.user)
-        return Response(PlanSummarySerializer(plan).data)
+        change = inputs.validated_data
+        with transaction.atomic():  # every change asked for, or none
+            plan = plan_changes.plan_pin_set(plan=plan, pinned=change.get("pinned", plan.pinned), by=request.user)
+            plan = plan_changes.plan_labels_set(plan=plan, name=change.get("name"), tags=change.get("tags"), by=request.user)
+        return Response(PlanSummarySerializer(plan, context={"request": request}).data)
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request, plan_id):

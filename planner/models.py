@@ -21,6 +21,7 @@ class Plan(models.Model):
         FAILED = "failed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=120, blank=True, default="", help_text="The creator's label for the plan; empty: none.")
     model_slug = models.CharField(max_length=80)
     inputs = models.JSONField(help_text="The request as validated: model, workload, filters, decoding options.")
     catalog_snapshot = models.JSONField(help_text="Chip, model and offering values the search used.")
@@ -47,8 +48,9 @@ class Plan(models.Model):
     def __str__(self) -> str:
         return f"plan {self.id} for {self.model_slug}"
 
-    # Only these may change once a plan is stored; everything else is its record.
-    MUTABLE_FIELDS = frozenset({"pinned"})
+    # Only these may change once a plan is stored; everything else is its record. Its tags (PlanTag) are
+    # labels beside the record too, changed by its creator or staff (planner/plan_changes.py).
+    MUTABLE_FIELDS = frozenset({"pinned", "name"})
     # ...and these too while the plan is queued or running: the worker writes its result.
     RUN_FIELDS = frozenset({
         "status", "progress", "error", "attempts", "started_at", "heartbeat_at", "finished_at", "results", "catalog_snapshot",
@@ -67,6 +69,24 @@ class Plan(models.Model):
 
 class PlanImmutable(Exception):
     pass
+
+
+class PlanTag(models.Model):
+    """One label on a plan ("q3-procurement", "chat"): lower case, so a filter finds it however it was typed
+    (planner/serializers.py TAG_PATTERN). A plan has at most PLAN_TAGS_MAX of them."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=40, db_index=True)
+
+    class Meta:
+        ordering = ["plan", "id"]
+        constraints = [models.UniqueConstraint(fields=["plan", "name"], name="plan_tag_unique_per_plan")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+PLAN_TAGS_MAX = 10
 
 
 def check_immutable_save(row: models.Model, update_fields) -> None:

@@ -1,12 +1,12 @@
-"""The two changes a stored plan allows: pinning it (the nightly schedule re-validates pinned plans,
-which spends worker time) and deleting it. Each is its creator's or staff's to make
-(accounts/ownership.py); everything else of a plan is its immutable record."""
+"""The changes a stored plan allows: pinning it (the nightly schedule re-validates pinned plans,
+which spends worker time), naming and tagging it, and deleting it. Each is its creator's or staff's
+to make (accounts/ownership.py); everything else of a plan is its immutable record."""
 from __future__ import annotations
 
 from django.db import transaction
 
 from accounts.ownership import ensure_may_manage
-from planner.models import Plan
+from planner.models import Plan, PlanTag
 
 
 @transaction.atomic
@@ -16,6 +16,21 @@ def plan_pin_set(*, plan: Plan, pinned: bool, by) -> Plan:
     if plan.pinned != pinned:
         plan.pinned = pinned
         plan.save(update_fields=["pinned"])
+    return plan
+
+
+@transaction.atomic
+def plan_labels_set(*, plan: Plan, by, name: str | None = None, tags: list[str] | None = None) -> Plan:
+    """Rename the plan and/or replace its tags (None: unchanged); the tags as given, already normalised
+    (planner/serializers.py PlanLabelsSerializer)."""
+    ensure_may_manage(user=by, owner_id=plan.created_by_id, action="rename or tag", what="this plan")
+    plan = Plan.objects.select_for_update().get(pk=plan.pk)
+    if name is not None and plan.name != name:
+        plan.name = name
+        plan.save(update_fields=["name"])
+    if tags is not None and list(plan.tags.values_list("name", flat=True)) != tags:
+        plan.tags.all().delete()
+        PlanTag.objects.bulk_create(PlanTag(plan=plan, name=tag) for tag in tags)
     return plan
 
 

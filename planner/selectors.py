@@ -2,13 +2,22 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from planner.models import Calibration, Plan
 
 
+def with_validation(plans: QuerySet[Plan]) -> QuerySet[Plan]:
+    """Each plan annotated `validated`: a validation of one of its configurations succeeded."""
+    from jobs.models import ValidationRun
+
+    succeeded = ValidationRun.objects.filter(plan=OuterRef("pk"), status=ValidationRun.Status.SUCCEEDED)
+    return plans.annotate(validated=Exists(succeeded))
+
+
 def plan_list(*, model_slug: str | None = None) -> QuerySet[Plan]:
-    plans = Plan.objects.all()
+    """Plans newest first, each with its creator, its tags and whether a validation of it succeeded."""
+    plans = with_validation(Plan.objects.select_related("created_by").prefetch_related("tags"))
     return plans.filter(model_slug=model_slug) if model_slug else plans
 
 

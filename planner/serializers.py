@@ -7,6 +7,7 @@ from rest_framework import serializers
 from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
+from planner.models import PLAN_TAGS_MAX
 from inputs.serializers import StrictSerializer
 from planner.engine import method_names
 from planner.engine_profiles import profile_covers, serving_engines
@@ -225,7 +226,33 @@ class HardwareFilterSerializer(StrictSerializer):
     weight_dtypes = serializers.ListField(child=serializers.ChoiceField(choices=DTYPES), required=False, max_length=7, min_length=1)
 
 
-class PlanInputSerializer(StrictSerializer):
+# A plan's tag: a short label, stored lower case so a filter finds it however it was typed.
+TAG_PATTERN = r"^[a-z0-9][a-z0-9._:/+ -]{0,39}$"
+
+
+class TagField(serializers.RegexField):
+    def __init__(self, **kwargs):
+        super().__init__(TAG_PATTERN, max_length=40, error_messages={
+            "invalid": "A tag is 1-40 letters, digits or . _ : / + - and spaces, starting with a letter or digit.",
+        }, **kwargs)  # fmt: skip
+
+    def to_internal_value(self, data):
+        return super().to_internal_value(data.strip().lower() if isinstance(data, str) else data)
+
+
+class PlanLabelsSerializer(StrictSerializer):
+    """What a plan is called and tagged with: its creator's labels, beside its immutable record."""
+
+    name = serializers.CharField(max_length=120, required=False, allow_blank=True, trim_whitespace=True,
+                                 help_text="A label for the plan (at most 120 characters); empty: none.")  # fmt: skip
+    tags = serializers.ListField(child=TagField(), required=False, max_length=PLAN_TAGS_MAX,
+                                 help_text=f"Up to {PLAN_TAGS_MAX} tags, e.g. [\"q3-procurement\", \"chat\"], stored lower case; repeats count once.")  # fmt: skip
+
+    def validate_tags(self, tags: list[str]) -> list[str]:
+        return list(dict.fromkeys(tags))
+
+
+class PlanInputSerializer(PlanLabelsSerializer):
     model = SlugOf(ModelArch)
     workload = WorkloadSerializer()
     hardware = HardwareFilterSerializer(required=False)

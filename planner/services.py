@@ -47,7 +47,7 @@ from planner.engine_profiles import (
     stored_profiles,
     variant_slug,
 )
-from planner.models import Plan
+from planner.models import Plan, PlanTag
 from planner.runs import queued_resend, run_claim, run_fail, run_send
 
 logger = logging.getLogger(__name__)
@@ -441,9 +441,20 @@ def plan_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None, 
     if inline is None:
         inline = prepared.candidates <= settings.PLAN_INLINE_MAX_CANDIDATES
     record = {
-        "model_slug": prepared.model.slug, "inputs": raw_inputs, "pinned": data.get("pinned", False),
+        "model_slug": prepared.model.slug, "inputs": {k: v for k, v in raw_inputs.items() if k not in LABEL_FIELDS},
+        "pinned": data.get("pinned", False), "name": data.get("name", ""),
         "created_by": user if getattr(user, "is_authenticated", False) else None,
     }  # fmt: skip
+    plan = _plan_store(prepared, record=record, data=data, inline=inline)
+    PlanTag.objects.bulk_create(PlanTag(plan=plan, name=tag) for tag in data.get("tags", []))  # in the same transaction
+    return plan
+
+
+# A plan's labels (planner/serializers.py PlanLabelsSerializer): stored on the plan, not in its inputs (the search's request).
+LABEL_FIELDS = frozenset({"name", "tags"})
+
+
+def _plan_store(prepared, *, record: dict[str, Any], data: dict[str, Any], inline: bool) -> Plan:
     if inline:
         outcome = plan_search_run(prepared, data=data)
         if data.get("simulation"):  # issue 15: a big simulation stage runs on workers, one task per candidate
