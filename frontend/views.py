@@ -3,6 +3,7 @@ services as the REST API, and hands the stored JSON to a template. No planning m
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from functools import partial
 from typing import Any
 
@@ -198,6 +199,22 @@ def _selected_rank(request: HttpRequest, count: int) -> int:
     return rank if 1 <= rank <= count else 1
 
 
+def _group_by_chip(table: list[dict[str, Any]], *, hide_others: bool, selected_rank: int) -> int:
+    """Mark each ranked row `best` (the cheapest of its chip: the ranking is cheapest first) with how many
+    `more` rows its chip has, and, when the ranking shows the best per chip, `hidden` for the others (not
+    the selected one). Near-duplicates (one chip under three engines, at a few batches) then take one line
+    each chip. Returns how many chips the ranking holds."""
+    counts = Counter(t["row"].get("chip_slug") for t in table)
+    seen: set[str] = set()
+    for t in table:
+        chip = t["row"].get("chip_slug")
+        t["best"] = chip not in seen
+        seen.add(chip)
+        t["more"] = counts[chip] - 1 if t["best"] else 0
+        t["hidden"] = hide_others and not t["best"] and t["rank"] != selected_rank
+    return len(counts)
+
+
 @require_GET
 def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     plan = _plan_or_404(plan_id)
@@ -210,6 +227,9 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
          "simulation_refusal": forms.simulation_refusal(row)}
         for rank, row in enumerate(ranked, start=1)
     ]
+    selected_rank = _selected_rank(request, len(ranked))
+    view = "all" if request.GET.get("view") == "all" else "best"
+    chip_count = _group_by_chip(table, hide_others=view == "best", selected_rank=selected_rank)
     runs = [validation_context(run) for run in _validation_runs(plan)]
     return render(request, "frontend/plan_detail.html", {
         "plan": plan,
@@ -218,7 +238,9 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "hardware": (plan.inputs or {}).get("hardware", {}),
         "table": table,
         "metric_columns": table_columns(),
-        "selected_rank": _selected_rank(request, len(ranked)),
+        "selected_rank": selected_rank,
+        "view": view,
+        "chip_count": chip_count,
         "chart_data": charts.plan_chart_data(results, plan.catalog_snapshot or {}),
         "explanation": explain.winner_explanation(results),
         "infeasible_examples": explain.infeasible_examples(results),

@@ -128,6 +128,22 @@ def test_plan_form_to_results_with_charts_and_row_selection(signed_in_page):
     assert "#1 " in page.text_content("#selected-label")
     assert "cheapest feasible configuration" in page.text_content("#explanation")
     shot(page, "plan-results")
+    # At 1,280 px the page does not scroll sideways and the ranking fits its box, its Validate column in view.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    widths = page.evaluate("(() => { const w = document.querySelector('#ranked-table').closest('.table-wrap'); return [w.scrollWidth, w.clientWidth, Array.from(document.querySelectorAll('#ranked-table thead th')).map(th => th.offsetWidth)]; })()")
+    assert widths[0] <= widths[1], str(widths)
+
+    # The ranking shows the cheapest configuration of each chip; a chip's others open in place, or all of them by a link.
+    total = page.locator("#ranked-table tbody tr").count()
+    best = page.locator("#ranked-table tbody tr:visible").count()
+    assert 1 <= best < total
+    chip = page.get_attribute("#ranked-table a[data-expand-chip] >> nth=0", "data-expand-chip")
+    page.click("#ranked-table a[data-expand-chip] >> nth=0")
+    assert page.locator(f"#ranked-table tbody tr[data-chip='{chip}']:visible").count() == page.locator(f"#ranked-table tbody tr[data-chip='{chip}']").count() > 1
+    page.click("#view-all")
+    page.wait_for_url(re.compile(r"view=all"))
+    page.wait_for_function("() => window.hwCharts && window.hwCharts.roofline && window.hwCharts.memory")
+    assert page.locator("#ranked-table tbody tr:visible").count() == total
 
     before = page.evaluate("hwCharts.roofline.data.datasets.map(d => d.label).join('|')")
     page.click("#ranked-table tbody tr[data-rank='3'] td:nth-child(2)")

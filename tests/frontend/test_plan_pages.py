@@ -92,3 +92,28 @@ def test_a_validation_card_says_how_steady_its_repetitions_were():
         "Medians of 5 timed repetitions after the warm-up; TPOT spread 4.0%, TTFT spread 10.0%.")
     assert "too noisy" in _repetitions_note({"repetitions": 5, "tpot_spread": 0.4, "ttft_spread": 0.1})
     assert _repetitions_note({"tpot_s": 0.1}) == ""  # a run from before repetitions were timed says nothing
+
+
+def test_the_ranking_shows_the_cheapest_configuration_of_each_chip_first_and_all_of_them_on_request(client, chat_plan):
+    ranked = chat_plan.results["ranked"]
+    chips = list(dict.fromkeys(row["chip_slug"] for row in ranked))
+    assert len(chips) < len(ranked)  # near-duplicates: one chip under several engines, batches, offerings
+    response = client.get(f"/plans/{chat_plan.id}/")
+    shown = [t for t in response.context["table"] if not t["hidden"]]
+    assert [t["row"]["chip_slug"] for t in shown] == chips  # one line a chip, cheapest first
+    assert all(t["rank"] == min(r["rank"] for r in response.context["table"] if r["row"]["chip_slug"] == t["row"]["chip_slug"]) for t in shown)
+    html = response.content.decode()
+    assert f"The cheapest configuration on each of {len(chips)} chips ({len(ranked)} ranked in all)" in html
+    busiest = max(chips, key=lambda c: sum(r["chip_slug"] == c for r in ranked))
+    more = sum(r["chip_slug"] == busiest for r in ranked) - 1
+    assert f'data-expand-chip="{busiest}"' in html and f"+{more} more on this chip" in html
+    assert html.count(" hidden tabindex") == len(ranked) - len(chips)
+    everything = client.get(f"/plans/{chat_plan.id}/?view=all")
+    assert not any(t["hidden"] for t in everything.context["table"]) and 'id="view-best"' in everything.content.decode()
+
+
+def test_a_selected_configuration_is_shown_even_when_it_is_not_the_cheapest_of_its_chip(client, chat_plan):
+    ranked = chat_plan.results["ranked"]
+    second_of_a_chip = next(rank for rank, row in enumerate(ranked, 1) if any(r["chip_slug"] == row["chip_slug"] for r in ranked[: rank - 1]))
+    table = client.get(f"/plans/{chat_plan.id}/?rank={second_of_a_chip}").context["table"]
+    assert not table[second_of_a_chip - 1]["hidden"] and not table[second_of_a_chip - 1]["best"]

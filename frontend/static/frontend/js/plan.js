@@ -165,13 +165,26 @@
       charts.roofline.update();
     }
     if (charts.scatter) { charts.scatter.data.datasets = scatterData(); charts.scatter.update(); }
-    if (history.replaceState) history.replaceState(null, "", "?rank=" + rank + location.hash);
+    if (history.replaceState && window.URLSearchParams) {
+      var params = new URLSearchParams(location.search);  // keeps the ranking's view
+      params.set("rank", rank);
+      history.replaceState(null, "", "?" + params.toString() + location.hash);
+    }
   }
 
   function initTable() {
     var tbody = document.querySelector("#ranked-table tbody");
     if (!tbody) return;
     tbody.addEventListener("click", function (e) {
+      var expand = e.target.closest("a[data-expand-chip]");
+      if (expand) {  // the chip's other configurations, in place (the link itself shows them all)
+        e.preventDefault();
+        tbody.querySelectorAll("tr[data-chip]").forEach(function (tr) {
+          if (tr.dataset.chip === expand.dataset.expandChip) tr.hidden = false;
+        });
+        expand.hidden = true;
+        return;
+      }
       if (e.target.closest("form, a")) return;  // a row's Validate button or sign-in link
       var tr = e.target.closest("tr[data-rank]");
       if (tr) select(Number(tr.dataset.rank));
