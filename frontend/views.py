@@ -13,7 +13,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Min, Q
 from django.db.models.fields.json import KeyTransform
 from django.forms.models import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
@@ -48,7 +48,7 @@ from planner.simulation_serializers import SimulationInputSerializer
 PLANS_PER_PAGE = 20
 FLEETS_PER_PAGE = 20
 SIMULATIONS_PER_PAGE = 20
-MAX_COMPARED_CHIPS = 3
+MAX_COMPARED_CHIPS = 8  # columns that still fit 1,280 px beside the labels
 # What a trial measures, as the result fields declare it (planner/engine/fields.py).
 VALIDATION_METRICS = tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields())
 
@@ -566,7 +566,8 @@ def simulation_new(request: HttpRequest) -> HttpResponse:
 # --- catalog --------------------------------------------------------------------------------------
 @require_GET
 def catalog_index(request: HttpRequest) -> HttpResponse:
-    chips = catalog.chip_list().annotate(offering_count=Count("offerings"))
+    rented = ~Q(offerings__pricing_model=Offering.PricingModel.PURCHASE)
+    chips = catalog.chip_list().annotate(offering_count=Count("offerings"), cheapest_rental=Min("offerings__usd_per_chip_hour", filter=rented))
     models = catalog.model_list()
     return render(request, "frontend/catalog.html", {"chips": chips, "models": models})
 
@@ -582,6 +583,44 @@ def _chip_specs(chip: Chip) -> list[tuple[str, str]]:
         ("Chips per node", num(chip.chips_per_node)), ("Cores", num(chip.cores)), ("TDP", f"{num(chip.tdp_watts)} W" if chip.tdp_watts else "–"),
         ("Values as of", str(chip.as_of)),
     ]  # fmt: skip
+
+
+CHEAPEST_RENTAL = "Cheapest rental, per chip-hour"
+# The compared rows where more is better; the cheapest rental is the one where less is.
+LOWER_IS_BETTER = frozenset({CHEAPEST_RENTAL})
+
+
+def _chip_measures(chip: Chip) -> dict[str, float | None]:
+    """The numbers behind _chip_specs' rows that have a better end, under the same labels."""
+    return {
+        "Memory": chip.memory_capacity_bytes, "Memory bandwidth": chip.memory_bandwidth_bytes_per_s,
+        **{f"Peak {dtype.upper()}": value for dtype, value in chip.peak_flops_per_s().items()},
+        "On-chip SRAM": chip.on_chip_sram_bytes, "Link bandwidth (per chip, one way)": chip.link_bandwidth_bytes_per_s,
+    }  # fmt: skip
+
+
+def _rentals(offerings) -> list[float]:
+    return [o.usd_per_chip_hour for o in offerings if o.pricing_model != Offering.PricingModel.PURCHASE and o.usd_per_chip_hour]
+
+
+def _cheapest_rental_usd(offerings) -> float | None:
+    return min(_rentals(offerings), default=None)
+
+
+def _cheapest_rental(offerings) -> str:
+    cheapest = _cheapest_rental_usd(offerings)
+    return "–" if cheapest is None else f"${cheapest:,.2f}"
+
+
+def _best_columns(label: str, measures: list[dict[str, float | None]]) -> list[int]:
+    """The columns holding a row's best value (ties all marked), where at least two chips have one and
+    they differ; none otherwise."""
+    values = [m.get(label) for m in measures]
+    known = [v for v in values if v]
+    if len(known) < 2 or len(set(known)) == 1:
+        return []
+    best = min(known) if label in LOWER_IS_BETTER else max(known)
+    return [i for i, v in enumerate(values) if v == best]
 
 
 def _chip_roofs_all_dtypes(chip: Chip) -> list[dict[str, Any]]:
@@ -629,7 +668,7 @@ def chip_compare(request: HttpRequest) -> HttpResponse:
     # ?chips=a,b,c (shareable) or ?chip=a&chip=b (the picker form without JavaScript).
     given = request.GET.get("chips", "").split(",") + request.GET.getlist("chip")
     slugs = list(dict.fromkeys(s.strip() for s in given if s.strip()))
-    context: dict[str, Any] = {"all_chips": catalog.chip_list(), "requested": slugs, "problems": []}
+    context: dict[str, Any] = {"all_chips": catalog.chip_list(), "requested": slugs, "problems": [], "max_chips": MAX_COMPARED_CHIPS}
     if not slugs:
         return render(request, "frontend/chip_compare.html", context)
     status = 200
@@ -646,9 +685,11 @@ def chip_compare(request: HttpRequest) -> HttpResponse:
     if status != 200 or len(slugs) < 2:
         return render(request, "frontend/chip_compare.html", context, status=status)
     chips = [found[s] for s in slugs]
-    specs = [_chip_specs(c) for c in chips]
-    labels = list(dict.fromkeys(label for spec in specs for label, _ in spec))
-    rows = [{"label": label, "values": [dict(spec).get(label, "–") for spec in specs]} for label in labels]
     chip_offerings = [{"chip": c, "offerings": list(catalog.offerings_for_chips(chip_slugs=[c.slug]))} for c in chips]
+    specs = [_chip_specs(c) + [(CHEAPEST_RENTAL, _cheapest_rental(item["offerings"]))] for c, item in zip(chips, chip_offerings)]
+    measures = [_chip_measures(c) | {CHEAPEST_RENTAL: _cheapest_rental_usd(item["offerings"])} for c, item in zip(chips, chip_offerings)]
+    labels = list(dict.fromkeys(label for spec in specs for label, _ in spec))
+    rows = [{"label": label, "values": [dict(spec).get(label, "–") for spec in specs], "best": _best_columns(label, measures)}
+            for label in labels]  # fmt: skip
     context.update(chips=chips, rows=rows, chip_offerings=chip_offerings, roofs=charts.chips_roofs([model_to_dict(c) for c in chips], "bf16"))
     return render(request, "frontend/chip_compare.html", context)

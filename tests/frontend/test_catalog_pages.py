@@ -3,6 +3,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from hwcatalog.models import Chip
+
 
 @pytest.fixture
 def client() -> Client:
@@ -25,7 +27,7 @@ def test_chip_detail_shows_specs_prices_sources_and_roofline(client, catalog):
     response = client.get("/catalog/chips/nvidia-h100-sxm/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Memory bandwidth" in html and 'id="chip-roofs"' in html and "<h2>Prices</h2>" in html
+    assert "Memory bandwidth" in html and 'id="chip-roofs"' in html and '<h2 id="offerings">Prices</h2>' in html
     assert response.context["roofs"] and 'href="https://' in html
 
 
@@ -60,12 +62,39 @@ def test_compare_with_an_unknown_slug_is_a_clear_404(client, catalog):
     assert "Unknown chip slug: warp-drive-9000" in response.content.decode()
 
 
-def test_compare_more_than_three_chips_is_refused(client, catalog):
-    response = client.get("/catalog/compare/?chips=nvidia-h100-sxm,amd-epyc-9654,intel-gaudi3,google-tpu-v5e")
-    assert response.status_code == 400 and "at most 3" in response.content.decode()
+def test_compare_more_than_eight_chips_is_refused_with_the_limit_stated(client, catalog):
+    nine = ",".join(Chip.objects.order_by("slug").values_list("slug", flat=True)[:9])
+    response = client.get(f"/catalog/compare/?chips={nine}")
+    assert response.status_code == 400 and "Compare at most 8 chips at a time (got 9)" in response.content.decode()
+    assert "Choose two to 8 chips" in client.get("/catalog/compare/").content.decode()
+
+
+def test_compare_marks_the_best_value_of_each_row_among_four_chips(client, catalog):
+    response = client.get("/catalog/compare/?chips=nvidia-h100-sxm,nvidia-h200-sxm,google-tpu-v5e,amd-mi300x")
+    assert response.status_code == 200
+    rows = {row["label"]: row for row in response.context["rows"]}
+    assert rows["Memory"]["best"] == [3]  # MI300X's 192 GB
+    assert rows["Memory bandwidth"]["best"] == [3]  # 5.3 TB/s against 4.8 and 3.35
+    cheapest = rows["Cheapest rental, per chip-hour"]
+    prices = [float(v.strip("$").replace(",", "")) if v != "–" else None for v in cheapest["values"]]
+    assert cheapest["best"] == [prices.index(min(p for p in prices if p is not None))]
+    assert rows["Vendor"]["best"] == []  # nothing to rank
+    html = response.content.decode()
+    assert html.count('class="best"') == sum(len(row["best"]) for row in response.context["rows"]) and 'id="best-legend"' in html
 
 
 def test_compare_with_no_or_one_chip_shows_the_picker(client, catalog):
     assert 'id="compare-picker"' in client.get("/catalog/compare/").content.decode()
     response = client.get("/catalog/compare/?chips=nvidia-h100-sxm")
     assert response.status_code == 200 and "at least two" in response.content.decode()
+
+
+def test_the_catalog_page_shows_each_chips_cheapest_rental(client, catalog):
+    from hwcatalog.models import Offering
+
+    response = client.get("/catalog/")
+    chips = {c.slug: c for c in response.context["chips"]}
+    h100 = Offering.objects.filter(chip__slug="nvidia-h100-sxm").exclude(pricing_model="purchase").exclude(usd_per_chip_hour=None)
+    assert chips["nvidia-h100-sxm"].cheapest_rental == min(o.usd_per_chip_hour for o in h100)
+    html = response.content.decode()
+    assert "Rent from, per chip-hour" in html and 'href="/catalog/chips/nvidia-h100-sxm/#offerings"' in html
