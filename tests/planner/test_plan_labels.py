@@ -122,3 +122,13 @@ def test_someone_elses_plan_cannot_be_renamed_or_retagged_and_a_refused_change_c
     assert bad.status_code == 400 and "tags" in bad.json()
     stored = Plan.objects.get(pk=plan["id"])
     assert (stored.name, list(stored.tags.values_list("name", flat=True)), stored.pinned) == ("mine", ["a"], False)
+
+
+def test_manage_py_plan_names_and_tags_the_plan_it_stores(catalog, capsys):
+    from django.core.management import call_command
+
+    call_command("plan", model="llama-3.2-1b", prompt_tokens=200, output_tokens=100, concurrency=4, max_chips=4, top=1,
+                 name="CLI plan", tag=["Chat", "batch"])  # fmt: skip
+    plan = Plan.objects.get()
+    assert plan.name == "CLI plan" and list(plan.tags.values_list("name", flat=True)) == ["chat", "batch"]
+    assert f"plan {plan.id} (CLI plan):" in capsys.readouterr().out

@@ -29,6 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--budget", type=float, help="max $ per 1M output tokens")
         parser.add_argument("--decoding", action="append", help="JSON decoding option; repeat for several")
         parser.add_argument("--top", type=int, default=10)
+        parser.add_argument("--name", help="a label for the stored plan")
+        parser.add_argument("--tag", action="append", help="a tag for the stored plan; repeat for several")
 
     def handle(self, *args, **options):
         hardware = {"max_chips": options["max_chips"], "ownership": options["ownership"]}
@@ -42,6 +44,10 @@ class Command(BaseCommand):
             data["budget_usd_per_million_output_tokens"] = options["budget"]
         if options.get("efficiency"):
             data["efficiency"] = parse_json(options["efficiency"], "efficiency")
+        if options.get("name") is not None:
+            data["name"] = options["name"]
+        if options.get("tag"):
+            data["tags"] = options["tag"]
         serializer = PlanInputSerializer(data=data)
         if not serializer.is_valid():
             raise_errors(serializer.errors)
@@ -57,7 +63,7 @@ class Command(BaseCommand):
 
 def format_plan(plan, *, top: int) -> str:
     r = plan.results
-    lines = [f"plan {plan.id}: {plan.model_slug}, {plan.candidate_count:,} configurations, {plan.feasible_count:,} feasible "
+    lines = [f"plan {plan.id}{f' ({plan.name})' if plan.name else ''}: {plan.model_slug}, {plan.candidate_count:,} configurations, {plan.feasible_count:,} feasible "
              f"({r['search_seconds'] * 1e3:.0f} ms)"]  # fmt: skip
     lines.append(
         f"{'#':>3} {'configuration':52} {'$/1M out':>9} {'TTFT ms':>8} {'TPOT ms':>8} {'tok/s/user':>10} {'tok/s total':>11} "
