@@ -25,7 +25,7 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, explain, forms
-from frontend.templatetags.hwformat import format_as, gb, num, plain_percent, si
+from frontend.templatetags.hwformat import format_as, gb, num, params, plain_percent, si
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
@@ -317,11 +317,11 @@ def validation_fragment(request: HttpRequest, plan_id, run_id) -> HttpResponse:
 @require_GET
 def plan_list(request: HttpRequest) -> HttpResponse:
     """The stored plans, newest first, filtered as GET /api/v1/plans/ filters them (planner/filters.py)."""
-    params = request.GET.copy()
-    params.pop("page", None)
-    for name in [k for k, v in params.items() if v == ""]:  # the form's empty fields: no filter
-        params.pop(name)
-    listed = PlanFilter(params, queryset=plans.plan_list(), request=request)
+    query = request.GET.copy()
+    query.pop("page", None)
+    for name in [k for k, v in query.items() if v == ""]:  # the form's empty fields: no filter
+        query.pop(name)
+    listed = PlanFilter(query, queryset=plans.plan_list(), request=request)
     errors: dict[str, list[str]] = {}
     found = Plan.objects.none()
     if listed.is_valid():
@@ -333,8 +333,8 @@ def plan_list(request: HttpRequest) -> HttpResponse:
         errors = {field: list(messages_) for field, messages_ in listed.errors.items()}
     page = Paginator(found, PLANS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
-        "page": page, "filters": params.dict(), "filter_errors": errors, "filtered": bool(params),
-        "query": params.urlencode(), "model_choices": Plan.objects.order_by("model_slug").values_list("model_slug", flat=True).distinct(),
+        "page": page, "filters": query.dict(), "filter_errors": errors, "filtered": bool(query),
+        "query": query.urlencode(), "model_choices": Plan.objects.order_by("model_slug").values_list("model_slug", flat=True).distinct(),
     }  # fmt: skip
     return render(request, "frontend/plan_list.html", context, status=400 if errors else 200)
 
@@ -647,8 +647,8 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except ModelArch.DoesNotExist:
         raise Http404(f"No model with slug {slug!r}.") from None
     fields = [
-        ("Family", model.family), ("Generation", model.get_generation_kind_display()), ("Total parameters", si(model.total_params)),
-        ("Active parameters", si(model.active_params or model.total_params)), ("Layers", num(model.num_layers)),
+        ("Family", model.family), ("Generation", model.get_generation_kind_display()), ("Total parameters", params(model.total_params)),
+        ("Active parameters", params(model.active_params or model.total_params)), ("Layers", num(model.num_layers)),
         ("Hidden size", num(model.hidden_size)), ("Attention", f"{model.get_attention_kind_display()} ({model.num_attention_heads} heads, {model.num_kv_heads} KV heads, head dim {model.head_dim})"),
         ("FFN", f"{model.get_ffn_kind_display()}, intermediate {num(model.intermediate_size)}"), ("Vocabulary", num(model.vocab_size)),
         ("Max context", f"{num(model.max_context_tokens)} tokens"),

@@ -89,6 +89,22 @@ def si(value, unit: str = "") -> str:
     return f"{_sig(number)} {unit}".strip()
 
 
+# Counts of parameters as the field writes them: 70.6 B (billion), not 70.6 G.
+_COUNT_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
+
+
+@register.filter
+def params(value) -> str:
+    """A parameter count: 70.55e9 -> '70.6 B parameters'; 671e9 -> '671 B parameters'; 1.04e12 -> '1.04 T parameters'."""
+    number = _number(value)
+    if number is None:
+        return DASH
+    for scale, suffix in _COUNT_SCALES:
+        if abs(number) >= scale:
+            return f"{_sig(number / scale)} {suffix} parameters"
+    return f"{int(number):,} parameters"
+
+
 @register.filter
 def num(value) -> str:
     """Three significant digits (or the value itself if it is not a number)."""

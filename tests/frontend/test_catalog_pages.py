@@ -98,3 +98,12 @@ def test_the_catalog_page_shows_each_chips_cheapest_rental(client, catalog):
     assert chips["nvidia-h100-sxm"].cheapest_rental == min(o.usd_per_chip_hour for o in h100)
     html = response.content.decode()
     assert "Rent from, per chip-hour" in html and 'href="/catalog/chips/nvidia-h100-sxm/#offerings"' in html
+
+
+def test_parameter_counts_read_as_the_field_writes_them(client, catalog):
+    from frontend.templatetags.hwformat import params
+
+    assert (params(70.6e9), params(671e9), params(1.04e12), params(494e6)) == (
+        "70.6 B parameters", "671 B parameters", "1.04 T parameters", "494 M parameters")
+    html = client.get("/catalog/models/llama-3.1-70b/").content.decode()
+    assert "B parameters" in html and " G<" not in html
