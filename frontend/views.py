@@ -24,7 +24,7 @@ from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
-from frontend import charts, explain, forms
+from frontend import charts, compare, explain, forms
 from frontend.templatetags.hwformat import format_as, gb, num, params, plain_percent, si
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
@@ -339,23 +339,6 @@ def plan_list(request: HttpRequest) -> HttpResponse:
     return render(request, "frontend/plan_list.html", context, status=400 if errors else 200)
 
 
-def _flat_inputs(value: Any, prefix: str = "") -> dict[str, str]:
-    """Nested plan inputs -> {"workload.prompt_tokens": "1000", ...} for a side-by-side table."""
-    if isinstance(value, dict):
-        out: dict[str, str] = {}
-        for key, item in value.items():
-            out.update(_flat_inputs(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
-        out = {}
-        for i, item in enumerate(value):
-            out.update(_flat_inputs(item, f"{prefix}[{i}]"))
-        return out
-    if isinstance(value, list):
-        return {prefix: ", ".join(str(v) for v in value)}
-    return {prefix: "–" if value is None else str(value)}
-
-
 @require_GET
 def plan_compare(request: HttpRequest) -> HttpResponse:
     ids = {key: request.GET.get(key, "").strip() for key in ("a", "b")}
@@ -371,14 +354,13 @@ def plan_compare(request: HttpRequest) -> HttpResponse:
     if problems:
         return render(request, "frontend/plan_compare.html", {"problems": problems}, status=404 if any(ids.values()) else 400)
     a, b = found["a"], found["b"]
-    flat_a, flat_b = _flat_inputs(a.inputs or {}), _flat_inputs(b.inputs or {})
-    keys = list(dict.fromkeys([*flat_a, *flat_b]))
-    inputs = [{"key": k, "a": flat_a.get(k, "–"), "b": flat_b.get(k, "–"), "differs": flat_a.get(k) != flat_b.get(k)} for k in keys]
+    inputs = compare.input_rows(a.inputs or {}, b.inputs or {})
 
     def top(plan: Plan) -> list[dict[str, Any]]:
         return [{"rank": i, "row": row, "label": charts.configuration_label(row)} for i, row in enumerate((plan.results or {}).get("ranked", [])[:3], 1)]
 
-    return render(request, "frontend/plan_compare.html", {"a": a, "b": b, "inputs": inputs, "top_a": top(a), "top_b": top(b)})
+    points = {"a": compare.chart_points(a.results), "b": compare.chart_points(b.results)}
+    return render(request, "frontend/plan_compare.html", {"a": a, "b": b, "inputs": inputs, "top_a": top(a), "top_b": top(b), "points": points})
 
 
 # --- fleets -------------------------------------------------------------------------------------

@@ -246,7 +246,12 @@ def test_catalog_compare_and_history_pages(page):
     shot(page, "plans")
     page.click("#compare-form button[type=submit]")
     page.wait_for_selector("#compare-inputs")
-    assert "workload.concurrency" in page.text_content("#compare-inputs tr.diff")
+    assert "Concurrent requests" in page.text_content("#compare-inputs tr.diff")
+    page.wait_for_function(CHART_READY, arg="compare-chart")
+    assert page.evaluate(CHART_POINTS, "compare-chart") == [len(a.results["ranked"]), len(b.results["ranked"])]  # both plans, overlaid
+    assert page.evaluate(CANVAS_DRAWN, "compare-chart")
+    page.click("button[data-compare-latency=ttft_s]")
+    assert page.evaluate("Chart.getChart(document.getElementById('compare-chart')).options.scales.x.title.text") == "TTFT"
     shot(page, "plan-compare")
 
 

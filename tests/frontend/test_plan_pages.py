@@ -74,7 +74,25 @@ def test_plan_compare_shows_inputs_and_top_choices_side_by_side(client, catalog)
     assert response.status_code == 200
     rows = {row["key"]: row for row in response.context["inputs"]}
     assert rows["workload.concurrency"]["differs"] and not rows["model"]["differs"]
+    assert (rows["workload.concurrency"]["label"], rows["workload.concurrency"]["a"], rows["workload.concurrency"]["b"]) == ("Concurrent requests", "64", "8")
+    assert (rows["workload.ttft_slo_s"]["label"], rows["workload.ttft_slo_s"]["a"]) == ("TTFT target", "500 ms")
+    assert (rows["disaggregated"]["a"], rows["pinned"]["label"]) == ("no", "Re-validated nightly")
     assert len(response.context["top_a"]) == 3
+    points = response.context["points"]
+    assert len(points["a"]) == len(a.results["ranked"]) and all(p["usd"] > 0 and p["tpot_s"] > 0 for p in points["b"])
+    assert 'id="compare-chart"' in response.content.decode() and 'id="compare-points"' in response.content.decode()
+
+
+def test_plan_inputs_read_as_a_reader_names_them_with_units():
+    from frontend.compare import formatted, label_for
+
+    assert label_for("decodings[0].focus_fraction") == "Decoding 1 · focus fraction"
+    assert label_for("efficiency.step_overhead_s") == "Efficiency · step overhead"
+    assert label_for("hardware.max_chips") == "At most chips"
+    assert formatted("decodings[0].focus_fraction", 0.5) == "50.0%" and formatted("decodings[0].acceptance_rate", 0.7) == "70.0%"
+    assert formatted("efficiency.step_overhead_s", 0.0003) == "0.3 ms" and formatted("workload.request_rate_per_s", 20) == "20/s"
+    assert formatted("budget_usd_per_million_output_tokens", 0.5) == "$0.5" and formatted("hardware.kinds", []) == "any"
+    assert formatted("decodings[0].adaptive_window", True) == "yes" and formatted("serving_engine", None) == "–"
 
 
 def test_plan_compare_with_unknown_or_missing_ids_is_a_clear_error(client, chat_plan):
