@@ -20,6 +20,13 @@
   hw.fmtPct = function (f) { return f === null || f === undefined ? "–" : (f * 100).toFixed(1) + "%"; };
 
   hw.readJson = function (id) { var el = document.getElementById(id); return el ? JSON.parse(el.textContent) : null; };
+  // The log-log axes of a cost-latency chart: latency (TPOT or TTFT) across, $ per 1M output tokens up.
+  hw.costLatencyScales = function (latencyLabel) {
+    return {
+      x: { type: "logarithmic", title: { display: true, text: latencyLabel }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
+      y: { type: "logarithmic", title: { display: true, text: "$ per 1M output tokens" }, ticks: { callback: function (v) { return hw.fmtUsd(v); }, maxTicksLimit: 8 } },
+    };
+  };
 
   // ---- sortable tables: click (or Enter/Space on) a header button ----
   function sortTable(table, col, th) {

@@ -62,10 +62,7 @@
       plugins: [errorBars],
       options: {
         responsive: true, maintainAspectRatio: false, animation: false,
-        scales: {
-          x: { type: "logarithmic", title: { display: true, text: "TPOT" }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
-          y: { type: "logarithmic", title: { display: true, text: "$ per 1M output tokens" }, ticks: { callback: function (v) { return hw.fmtUsd(v); }, maxTicksLimit: 8 } },
-        },
+        scales: hw.costLatencyScales("TPOT"),
         plugins: { tooltip: { callbacks: { label: function (c) {
           var p = c.raw, text = (p.rank ? "#" + p.rank + " " : "") + hw.fmtUsd(p.y) + "/1M at " + hw.fmtTime(p.x);
           if (p.yLow && p.yHigh) text += " (80%: " + hw.fmtUsd(p.yLow) + "-" + hw.fmtUsd(p.yHigh) + ")";

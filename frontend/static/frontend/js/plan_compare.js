@@ -26,10 +26,7 @@
       data: { datasets: datasets() },
       options: {
         responsive: true, maintainAspectRatio: false, animation: false,
-        scales: {
-          x: { type: "logarithmic", title: { display: true, text: "TPOT" }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
-          y: { type: "logarithmic", title: { display: true, text: "$ per 1M output tokens" }, ticks: { callback: function (v) { return hw.fmtUsd(v); }, maxTicksLimit: 8 } },
-        },
+        scales: hw.costLatencyScales("TPOT"),
         plugins: { tooltip: { callbacks: { label: function (c) {
           return c.dataset.label + " #" + c.raw.rank + ": " + hw.fmtUsd(c.raw.y) + "/1M at " + hw.fmtTime(c.raw.x);
         } } } },
