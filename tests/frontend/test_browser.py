@@ -274,3 +274,39 @@ def test_validate_a_configuration_and_watch_it_finish(signed_in_page):
     assert article.get_attribute("data-status") == "succeeded", article.text_content() + log
     assert page.locator(".validation table.validation-results tbody tr").count() >= 4  # predicted vs measured
     shot(page, "validation-finished")
+
+
+# Every element's box (not only the page's scroll width): a table that overflows its own scrolling box hides columns.
+OVERFLOW = """() => {
+  const w = document.documentElement.clientWidth, over = [];
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0 && r.right > w + 1) over.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className} right=${Math.round(r.right)}`);
+  }
+  return {scroll: document.documentElement.scrollWidth, width: w, over: over.slice(0, 8)};
+}"""
+
+
+def test_every_page_fits_1280_px_with_no_element_wider_than_the_viewport(signed_in_page):
+    """Issue 14, item 5: each page at 1,280 px, no sideways scroll and no element past the right edge; a screenshot each."""
+    page = signed_in_page
+    a = make_plan({**CHAT, "name": "Chat at 64", "tags": ["chat", "q3-procurement"]})
+    b = make_plan({**CHAT, "workload": {**CHAT["workload"], "concurrency": 8}})
+    eight = ",".join(["nvidia-h100-sxm", "nvidia-h200-sxm", "nvidia-b200", "amd-mi300x", "google-tpu-v5e", "intel-gaudi3",
+                      "amd-epyc-9654", "groq-lpu"])  # fmt: skip
+    pages = {
+        "layout-plan-form": "/", "layout-plan": f"/plans/{a.id}/", "layout-plan-all-rows": f"/plans/{a.id}/?view=all",
+        "layout-plans": "/plans/", "layout-plan-compare": f"/plans/compare/?a={a.id}&b={b.id}", "layout-catalog": "/catalog/",
+        "layout-chip": "/catalog/chips/nvidia-h100-sxm/", "layout-model": "/catalog/models/llama-3.1-70b/",
+        "layout-chip-compare-8": f"/catalog/compare/?chips={eight}", "layout-simulations": "/simulations/",
+        "layout-simulation-form": "/simulations/new/", "layout-fleets": "/fleets/",
+    }  # fmt: skip
+    problems = {}
+    for name, path in pages.items():
+        page.goto(page.base + path)
+        page.wait_for_load_state("load")
+        found = page.evaluate(OVERFLOW)
+        if found["scroll"] > found["width"] or found["over"]:
+            problems[path] = found
+        shot(page, name)
+    assert not problems, problems
