@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from rest_framework.exceptions import ValidationError as DrfValidationError
+from rest_framework.exceptions import APIException
 
 from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
@@ -323,20 +323,20 @@ def plan_list(request: HttpRequest) -> HttpResponse:
         query.pop(name)
     listed = PlanFilter(query, queryset=plans.plan_list(), request=request)
     errors: dict[str, list[str]] = {}
-    found = Plan.objects.none()
+    found, status = Plan.objects.none(), 200
     if listed.is_valid():
         try:
             found = listed.qs
-        except DrfValidationError as exc:  # mine without an account, owner without staff
-            errors = {field: [str(m) for m in messages_] for field, messages_ in exc.detail.items()}
+        except APIException as exc:  # mine without an account (401), owner without staff (403)
+            errors, status = {"filters": [str(exc.detail)]}, exc.status_code
     else:
-        errors = {field: list(messages_) for field, messages_ in listed.errors.items()}
+        errors, status = {field: list(messages_) for field, messages_ in listed.errors.items()}, 400
     page = Paginator(found, PLANS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "page": page, "filters": query.dict(), "filter_errors": errors, "filtered": bool(query),
         "query": query.urlencode(), "model_choices": Plan.objects.order_by("model_slug").values_list("model_slug", flat=True).distinct(),
     }  # fmt: skip
-    return render(request, "frontend/plan_list.html", context, status=400 if errors else 200)
+    return render(request, "frontend/plan_list.html", context, status=status)
 
 
 @require_GET

@@ -87,7 +87,8 @@ class ApiAutoSchema(AutoSchema):
         errors = {"401": UNAUTHENTICATED, "429": THROTTLED}  # any request: a wrong token; a rate limit
         if (write and self.method != "DELETE") or list_view:
             errors["400"] = INVALID_INPUT
-        if write:
+        # A read that a filter can refuse by role (the plans list's `owner`, staff only) says so with `read_forbidden`.
+        if write or getattr(self.view, "read_forbidden", False):
             errors["403"] = FORBIDDEN
         if "{" in self.path or list_view:
             errors["404"] = NOT_FOUND

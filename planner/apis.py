@@ -106,6 +106,7 @@ class PlanListCreateApi(ListAPIView):
     serializer_class = PlanSummarySerializer
     filter_backends = [DjangoFilterBackend]
     filterset_class = PlanFilter
+    read_forbidden = True  # `owner` is staff's filter: 403 for anyone else (the schema documents it)
 
     def get_queryset(self):
         return selectors.plan_list()

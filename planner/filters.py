@@ -1,11 +1,11 @@
 """Filters of the plan list (GET /api/v1/plans/ and the /plans/ page): by model, tag, name, creation date,
 whether a validation succeeded, and whose plan it is. Who made a plan is shown to its creator and to
-staff only (docs/security.md), so filtering by another user's name is staff's; anyone signed in may
-ask for their own (`mine=true`)."""
+staff only (docs/security.md), so filtering by another user's name is staff's (403 for anyone else);
+anyone signed in may ask for their own (`mine=true`; 401 without a credential)."""
 from __future__ import annotations
 
 import django_filters
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 
 from hwcatalog.filters import TrueFalseFilter
 from planner.models import Plan
@@ -34,11 +34,11 @@ class PlanFilter(django_filters.FilterSet):
     def _mine(self, plans, name, value):
         user = getattr(self.request, "user", None)
         if not getattr(user, "is_authenticated", False):
-            raise ValidationError({"mine": ["Sign in (or send an API key) to list your own plans."]})
+            raise NotAuthenticated("mine: sign in (or send an API key) to list your own plans.")
         return plans.filter(created_by=user) if value else plans.exclude(created_by=user)
 
     def _owner(self, plans, name, value):
         user = getattr(self.request, "user", None)
         if not getattr(user, "is_staff", False):
-            raise ValidationError({"owner": ["Only staff may list another user's plans; use mine=true for your own."]})
+            raise PermissionDenied("owner: only staff may list another user's plans; use mine=true for your own.")
         return plans.filter(created_by__username=value)

@@ -49,7 +49,7 @@ def test_a_bad_filter_is_a_400_page_that_says_which(anonymous_ui_client, catalog
     response = anonymous_ui_client.get("/plans/?created_after=yesterday")
     assert response.status_code == 400 and 'id="err-created_after"' in response.content.decode()
     response = anonymous_ui_client.get("/plans/?mine=true")
-    assert response.status_code == 400 and "Sign in" in response.content.decode()
+    assert response.status_code == 401 and 'id="filters-refused"' in response.content.decode() and "mine: sign in" in response.content.decode()
 
 
 def test_whose_plans_filter_and_the_owner_column(ui_client, dana, catalog):

@@ -99,8 +99,9 @@ def test_owners_are_shown_to_themselves_and_to_staff_and_only_staff_filter_by_an
     assert {p["owner"] for p in staff_client.get("/api/v1/plans/").json()["results"]} == {"alice", "charlie"}
     assert _ids(staff_client, "?owner=charlie") == [charlies]
     refused = token_client.get("/api/v1/plans/?owner=charlie")
-    assert refused.status_code == 400 and "mine=true" in refused.json()["owner"][0]
-    assert anonymous_client.get("/api/v1/plans/?mine=true").status_code == 400
+    assert refused.status_code == 403 and refused.json()["detail"].startswith("owner: only staff") and "mine=true" in refused.json()["detail"]
+    anonymous = anonymous_client.get("/api/v1/plans/?mine=true")
+    assert anonymous.status_code == 401 and anonymous.json()["detail"].startswith("mine: sign in")
 
 
 def test_the_creator_renames_and_retags_a_plan_and_nothing_else_of_it_changes(catalog, token_client):
