@@ -74,7 +74,31 @@ def validation_context(run) -> dict[str, Any]:
     # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
     jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
     return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
-            "repetitions": _repetitions_note(measured)}  # fmt: skip
+            "repetitions": _repetitions_note(measured), "what_ran": what_ran(run)}  # fmt: skip
+
+
+def what_ran(run) -> str:
+    """What a finished trial really ran, in one sentence: the model whole or a scaled copy of it, in which dtype, on
+    which device, and whether that device stands in for the chip the plan's row is for (issue 14: a card that said only
+    "Ran on AMD EPYC" hid a 2-layer copy of a 70B model run for a Gaudi 3 row)."""
+    if not run.device_name:
+        return ""
+    measured, params, row = run.measured or {}, run.params or {}, run.configuration or {}
+    scaled = measured.get("scaled") or {}
+    dtype = params.get("dtype") or "its"
+    if scaled.get("layers_run") and scaled.get("layers_full"):
+        copy = f"a {scaled['layers_run']}-layer {dtype} scaled copy (of {scaled['layers_full']} layers) of {run.model_slug}"
+    else:
+        copy = f"the whole {run.model_slug} in {dtype}"
+    text = f"Ran {copy} on {run.device_name}"
+    planned = row.get("chip_slug")
+    if planned and planned != run.matched_chip_slug:
+        text += f", a stand-in for the planned {row.get('chip_name') or planned}: the predictions beside it are this device's"
+    elif scaled.get("layers_run"):
+        text += ": the predictions beside it are for the same scaled copy on this device"
+    if planned and planned != run.matched_chip_slug and scaled.get("layers_run"):
+        text += ", for the same scaled copy"
+    return text + "."
 
 
 def _repetitions_note(measured: dict[str, Any]) -> str:

@@ -135,3 +135,24 @@ def test_a_selected_configuration_is_shown_even_when_it_is_not_the_cheapest_of_i
     second_of_a_chip = next(rank for rank, row in enumerate(ranked, 1) if any(r["chip_slug"] == row["chip_slug"] for r in ranked[: rank - 1]))
     table = client.get(f"/plans/{chat_plan.id}/?rank={second_of_a_chip}").context["table"]
     assert not table[second_of_a_chip - 1]["hidden"] and not table[second_of_a_chip - 1]["best"]
+
+
+def test_a_validation_card_says_what_ran_a_scaled_copy_and_a_stand_in():
+    from types import SimpleNamespace
+
+    from frontend.views import what_ran
+
+    def run(**overrides):
+        base = {"device_name": "AMD EPYC 9654 (32 cores)", "matched_chip_slug": "amd-epyc-9654", "model_slug": "llama-3.1-70b",
+                "params": {"dtype": "bf16"}, "measured": {"scaled": {"layers_run": 2, "layers_full": 80, "scale_factor": 40.0}},
+                "configuration": {"chip_slug": "intel-gaudi3", "chip_name": "Intel Gaudi 3"}}  # fmt: skip
+        return SimpleNamespace(**{**base, **overrides})
+
+    assert what_ran(run()) == ("Ran a 2-layer bf16 scaled copy (of 80 layers) of llama-3.1-70b on AMD EPYC 9654 (32 cores), a stand-in "
+                               "for the planned Intel Gaudi 3: the predictions beside it are this device's, for the same scaled copy.")  # fmt: skip
+    same_chip = run(configuration={"chip_slug": "amd-epyc-9654"})
+    assert what_ran(same_chip) == ("Ran a 2-layer bf16 scaled copy (of 80 layers) of llama-3.1-70b on AMD EPYC 9654 (32 cores): "
+                                   "the predictions beside it are for the same scaled copy on this device.")  # fmt: skip
+    whole = run(measured={}, model_slug="llama-3.2-1b", configuration={"chip_slug": "amd-epyc-9654"})
+    assert what_ran(whole) == "Ran the whole llama-3.2-1b in bf16 on AMD EPYC 9654 (32 cores)."
+    assert what_ran(run(device_name="")) == ""  # not run yet
