@@ -132,7 +132,7 @@ def _search(body: dict[str, Any]) -> SimpleNamespace:
         raise CommandError(f"the documented plan {body} is no longer valid: {serializer.errors}")
     data = serializer.validated_data
     outcome = plan_search_run(plan_search_prepare(data=data), data=data)
-    return SimpleNamespace(id="<id>", model_slug=data["model"].slug, **outcome)
+    return SimpleNamespace(id="<id>", name=data.get("name", ""), model_slug=data["model"].slug, **outcome)  # as a stored plan reads
 
 
 ESTIMATE_KEYS = (
