@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.http import Http404, HttpResponse
-from django_filters.rest_framework import DjangoFilterBackend
 from django.urls import reverse
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -12,12 +12,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs.models import ValidationRun
 from planner import plan_changes, selectors, services
 from planner.exports import plan_csv
-from jobs.models import ValidationRun
+from planner.filters import PlanFilter
 from planner.models import Plan
 from planner.result_schema import estimate_response_schema, plan_results_schema
-from planner.filters import PlanFilter
 from planner.serializers import EstimateInputSerializer, PlanInputSerializer, PlanLabelsSerializer
 
 

@@ -7,10 +7,10 @@ from rest_framework import serializers
 from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
-from planner.models import PLAN_TAGS_MAX
 from inputs.serializers import StrictSerializer
 from planner.engine import method_names
 from planner.engine_profiles import profile_covers, serving_engines
+from planner.models import PLAN_TAGS_MAX
 from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, plan_simulation_check
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
