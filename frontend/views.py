@@ -13,7 +13,6 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, Min, Q
 from django.db.models.fields.json import KeyTransform
 from django.forms.models import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
@@ -25,7 +24,7 @@ from rest_framework.exceptions import APIException
 from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, compare, explain, forms
-from frontend.templatetags.hwformat import format_as, gb, num, params, plain_percent, si
+from frontend.templatetags.hwformat import format_as, gb, num, params, plain_percent, si, usd
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
@@ -91,13 +90,13 @@ def what_ran(run) -> str:
     else:
         copy = f"the whole {run.model_slug} in {dtype}"
     text = f"Ran {copy} on {run.device_name}"
+    same_copy = "for the same scaled copy" if scaled.get("layers_run") else ""
     planned = row.get("chip_slug")
     if planned and planned != run.matched_chip_slug:
         text += f", a stand-in for the planned {row.get('chip_name') or planned}: the predictions beside it are this device's"
-    elif scaled.get("layers_run"):
-        text += ": the predictions beside it are for the same scaled copy on this device"
-    if planned and planned != run.matched_chip_slug and scaled.get("layers_run"):
-        text += ", for the same scaled copy"
+        text += f", {same_copy}" if same_copy else ""
+    elif same_copy:
+        text += f": the predictions beside it are {same_copy} on this device"
     return text + "."
 
 
@@ -572,8 +571,7 @@ def simulation_new(request: HttpRequest) -> HttpResponse:
 # --- catalog --------------------------------------------------------------------------------------
 @require_GET
 def catalog_index(request: HttpRequest) -> HttpResponse:
-    rented = ~Q(offerings__pricing_model=Offering.PricingModel.PURCHASE)
-    chips = catalog.chip_list().annotate(offering_count=Count("offerings"), cheapest_rental=Min("offerings__usd_per_chip_hour", filter=rented))
+    chips = catalog.with_prices(catalog.chip_list())
     models = catalog.model_list()
     return render(request, "frontend/catalog.html", {"chips": chips, "models": models})
 
@@ -603,19 +601,6 @@ def _chip_measures(chip: Chip) -> dict[str, float | None]:
         **{f"Peak {dtype.upper()}": value for dtype, value in chip.peak_flops_per_s().items()},
         "On-chip SRAM": chip.on_chip_sram_bytes, "Link bandwidth (per chip, one way)": chip.link_bandwidth_bytes_per_s,
     }  # fmt: skip
-
-
-def _rentals(offerings) -> list[float]:
-    return [o.usd_per_chip_hour for o in offerings if o.pricing_model != Offering.PricingModel.PURCHASE and o.usd_per_chip_hour]
-
-
-def _cheapest_rental_usd(offerings) -> float | None:
-    return min(_rentals(offerings), default=None)
-
-
-def _cheapest_rental(offerings) -> str:
-    cheapest = _cheapest_rental_usd(offerings)
-    return "–" if cheapest is None else f"${cheapest:,.2f}"
 
 
 def _best_columns(label: str, measures: list[dict[str, float | None]]) -> list[int]:
@@ -681,7 +666,7 @@ def chip_compare(request: HttpRequest) -> HttpResponse:
     if len(slugs) > MAX_COMPARED_CHIPS:
         context["problems"].append(f"Compare at most {MAX_COMPARED_CHIPS} chips at a time (got {len(slugs)}).")
         status = 400
-    found = {c.slug: c for c in catalog.chip_list().filter(slug__in=slugs)}
+    found = {c.slug: c for c in catalog.with_prices(catalog.chip_list().filter(slug__in=slugs))}
     unknown = [s for s in slugs if s not in found]
     if unknown:
         context["problems"].append("Unknown chip slug" + ("s" if len(unknown) > 1 else "") + ": " + ", ".join(unknown) + ". Pick chips from the list below.")
@@ -692,8 +677,8 @@ def chip_compare(request: HttpRequest) -> HttpResponse:
         return render(request, "frontend/chip_compare.html", context, status=status)
     chips = [found[s] for s in slugs]
     chip_offerings = [{"chip": c, "offerings": list(catalog.offerings_for_chips(chip_slugs=[c.slug]))} for c in chips]
-    specs = [_chip_specs(c) + [(CHEAPEST_RENTAL, _cheapest_rental(item["offerings"]))] for c, item in zip(chips, chip_offerings)]
-    measures = [_chip_measures(c) | {CHEAPEST_RENTAL: _cheapest_rental_usd(item["offerings"])} for c, item in zip(chips, chip_offerings)]
+    specs = [_chip_specs(c) + [(CHEAPEST_RENTAL, usd(c.cheapest_rental))] for c in chips]
+    measures = [_chip_measures(c) | {CHEAPEST_RENTAL: c.cheapest_rental} for c in chips]
     labels = list(dict.fromkeys(label for spec in specs for label, _ in spec))
     rows = [{"label": label, "values": [dict(spec).get(label, "–") for spec in specs], "best": _best_columns(label, measures)}
             for label in labels]  # fmt: skip

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Min, Q, QuerySet
 
 from hwcatalog.models import Chip, ModelArch, Offering
 
@@ -10,6 +10,13 @@ from hwcatalog.models import Chip, ModelArch, Offering
 def chip_list() -> QuerySet[Chip]:
     """The public catalog's chips: every one but the validation workers' measured devices."""
     return Chip.objects.filter(measured=False)
+
+
+def with_prices(chips: QuerySet[Chip]) -> QuerySet[Chip]:
+    """Each chip annotated with its offering count and `cheapest_rental`, the lowest $ per chip-hour of the
+    offerings that are not purchases (None without one)."""
+    rented = ~Q(offerings__pricing_model=Offering.PricingModel.PURCHASE)
+    return chips.annotate(offering_count=Count("offerings"), cheapest_rental=Min("offerings__usd_per_chip_hour", filter=rented))
 
 
 def measured_device_list() -> QuerySet[Chip]:

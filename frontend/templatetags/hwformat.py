@@ -77,16 +77,19 @@ def plain_percent(value) -> str:
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
+def _scaled(number: float, scales) -> tuple[float, str]:
+    """The number in the largest of `scales` ((scale, prefix), largest first) it reaches, and that prefix."""
+    return next(((number / scale, prefix) for scale, prefix in scales if abs(number) >= scale), (number, ""))
+
+
 @register.filter
 def si(value, unit: str = "") -> str:
     """SI prefixes: 9.89e14 FLOP/s -> '989 TFLOP/s'; 3.35e12 B/s -> '3.35 TB/s'."""
     number = _number(value)
     if number is None:
         return DASH
-    for scale, prefix in _PREFIXES:
-        if abs(number) >= scale:
-            return f"{_sig(number / scale)} {prefix}{unit}"
-    return f"{_sig(number)} {unit}".strip()
+    scaled, prefix = _scaled(number, _PREFIXES)
+    return f"{_sig(scaled)} {prefix}{unit}".strip()
 
 
 # Counts of parameters as the field writes them: 70.6 B (billion), not 70.6 G.
@@ -95,14 +98,12 @@ _COUNT_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
 
 @register.filter
 def params(value) -> str:
-    """A parameter count: 70.55e9 -> '70.6 B parameters'; 671e9 -> '671 B parameters'; 1.04e12 -> '1.04 T parameters'."""
+    """A parameter count: 70.6e9 -> '70.6 B parameters'; 671e9 -> '671 B parameters'; 1.04e12 -> '1.04 T parameters'."""
     number = _number(value)
     if number is None:
         return DASH
-    for scale, suffix in _COUNT_SCALES:
-        if abs(number) >= scale:
-            return f"{_sig(number / scale)} {suffix} parameters"
-    return f"{int(number):,} parameters"
+    scaled, suffix = _scaled(number, _COUNT_SCALES)
+    return f"{_sig(scaled)} {suffix} parameters" if suffix else f"{int(number):,} parameters"
 
 
 @register.filter
