@@ -503,3 +503,26 @@ def simulation_form_errors(serializer_errors: Any) -> dict[str, list[str]]:
             message = f"rate {path[2] + 1}: {message}"
         out.setdefault(simulation_field_for(path), []).append(message)
     return out
+
+
+# --- validation form: the trial parameters a user may set (jobs.services._clean_params checks them) ---
+VALIDATION_INT_PARAMS = ("batch", "prompt_tokens", "decode_steps", "max_layers", "repetitions")
+
+
+def validation_payload(post) -> tuple[dict[str, Any], dict[str, str]]:
+    """The validate form as the service's arguments (trial, queue, params): a blank field takes the queue's
+    default; a number that is not one is an error naming the field, as the API's 400 would."""
+    params: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name in VALIDATION_INT_PARAMS:
+        text = (post.get(name) or "").strip()
+        if not text:
+            continue
+        try:
+            params[name] = int(text)
+        except ValueError:
+            errors[name] = f"{name} must be a whole number (got {text[:20]!r})."
+    if (post.get("dtype") or "").strip():
+        params["dtype"] = post.get("dtype").strip()
+    payload = {"trial": (post.get("trial") or "decode").strip(), "queue": (post.get("queue") or "").strip() or None, "params": params or None}
+    return payload, errors

@@ -28,6 +28,7 @@ from frontend.templatetags.hwformat import format_as, gb, num, params, plain_per
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
+from jobs import routing as jobs_routing
 from jobs import selectors as jobs_selectors
 from jobs import services as jobs_services
 from planner import fleet_services, plan_changes
@@ -48,8 +49,12 @@ PLANS_PER_PAGE = 20
 FLEETS_PER_PAGE = 20
 SIMULATIONS_PER_PAGE = 20
 MAX_COMPARED_CHIPS = 8  # columns that still fit 1,280 px beside the labels
-# What a trial measures, as the result fields declare it (planner/engine/fields.py).
-VALIDATION_METRICS = tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields())
+# What each trial measures, as the result fields declare it (planner/engine/fields.py: the estimate's validated fields for
+# a decode trial, TRIAL_FIELDS for the speculative and block-diffusion trials).
+VALIDATION_METRICS = {
+    trial: tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields(trial))
+    for trial in ("decode", "speculative", "block_diffusion")
+}
 
 
 # --- jobs (validation runs) -----------------------------------------------------------------
@@ -66,14 +71,39 @@ def validation_context(run) -> dict[str, Any]:
     predicted, measured, errors = run.predicted or {}, run.measured or {}, run.error_percent or {}
     rows = [
         {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)), "error": plain_percent(errors.get(key))}
-        for key, label, fmt in VALIDATION_METRICS
+        for key, label, fmt in VALIDATION_METRICS.get(run.trial, VALIDATION_METRICS["decode"])
         if key in predicted or key in measured
     ]
+    # What the numbers are of and where the predictions come from (the speculative trial's pair is not the plan's model).
+    notes = [text[0].upper() + text[1:].rstrip(".") + "." for text in (measured.get("note"), predicted.get("basis"))
+             if isinstance(text, str) and text]  # fmt: skip
     active = run.status in ("queued", "running")
     # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
     jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
     return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
-            "repetitions": _repetitions_note(measured), "what_ran": what_ran(run)}  # fmt: skip
+            "repetitions": _repetitions_note(measured), "what_ran": what_ran(run), "notes": notes}  # fmt: skip
+
+
+def validate_form_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
+    """The validate form for the selected row: the trials its model runs, the queues with whether a worker serves
+    each now (the chip's own kind first, the others marked stand-in), the one chosen by default (the chip's own
+    when live, else a live stand-in, said so), and each queue's default trial parameters."""
+    model = ModelArch.objects.filter(slug=plan.model_slug).first()
+    choices = jobs_routing.queue_choices(chip_slug=row.get("chip_slug") or "")
+    native = next((c for c in choices if c["native"]), None)
+    live_stand_in = next((c for c in choices if c["live"] and not c["native"]), None)
+    chosen = native if native and native["live"] else live_stand_in or native or choices[0]
+    chip = row.get("chip_name") or row.get("chip_slug") or "this chip"
+    if native and native["live"]:
+        note = f"A worker with {native['device']} serves the {native['queue']} queue: the trial runs on the chip's own kind of device."
+    elif native:
+        note = f"No worker serves the {native['queue']} queue ({native['device']}) now: choose a stand-in, which runs a scaled copy on its own device and predicts for that device, not for {chip}."
+    else:
+        note = f"No worker can run {chip} (PyTorch has no trial backend for it here): choose a stand-in, which runs a scaled copy on its own device and predicts for that device."
+    return {
+        "trials": jobs_services.trials_for(model) if model else ["decode"], "queues": choices, "chosen_queue": chosen["queue"],
+        "note": note, "defaults": jobs_services.DEFAULT_PARAMS, "dtypes": ("fp32", "bf16", "fp16"), "chip": chip,
+    }  # fmt: skip
 
 
 def what_ran(run) -> str:
@@ -83,21 +113,27 @@ def what_ran(run) -> str:
     if not run.device_name:
         return ""
     measured, params, row = run.measured or {}, run.params or {}, run.configuration or {}
+    if run.trial == "speculative" and isinstance(measured.get("target"), dict):  # the tiny pair, not the plan's model
+        target, draft = measured["target"], measured.get("draft") or {}
+        return (f"Ran the tiny trained pair ({target.get('slug')}, {target.get('layers')} layers; {draft.get('slug')}, "
+                f"{draft.get('layers')} layer(s)) on {run.device_name}, not {run.model_slug}.")  # fmt: skip
     scaled = measured.get("scaled") or {}
-    dtype = params.get("dtype") or "its"
+    dtype = measured.get("dtype") or params.get("dtype") or "its"
     if scaled.get("layers_run") and scaled.get("layers_full"):
         copy = f"a {scaled['layers_run']}-layer {dtype} scaled copy (of {scaled['layers_full']} layers) of {run.model_slug}"
     else:
         copy = f"the whole {run.model_slug} in {dtype}"
-    text = f"Ran {copy} on {run.device_name}"
+    threads = measured.get("cpu_threads") if measured.get("device_type") == "cpu" else None
+    text = f"Ran {copy} on {run.device_name}" + (f" ({threads} thread{'s' if threads != 1 else ''})" if threads else "")
     same_copy = "for the same scaled copy" if scaled.get("layers_run") else ""
     planned = row.get("chip_slug")
-    if planned and planned != run.matched_chip_slug:
+    if run.stand_in or (planned and planned != run.matched_chip_slug):
         text += f", a stand-in for the planned {row.get('chip_name') or planned}: the predictions beside it are this device's"
         text += f", {same_copy}" if same_copy else ""
     elif same_copy:
         text += f": the predictions beside it are {same_copy} on this device"
-    return text + "."
+    fitted = measured.get("fitted_to_memory") or []
+    return text + "." + (f" Fitted to the worker's memory: {'; '.join(fitted)}." if fitted else "")
 
 
 def _repetitions_note(measured: dict[str, Any]) -> str:
@@ -238,6 +274,28 @@ def _group_by_chip(table: list[dict[str, Any]], *, hide_others: bool, selected_r
     return len(counts)
 
 
+RANKING_PER_PAGE = 25  # rows in "all"; chips (each with its hidden rows) in "best"
+
+
+def _ranking_page(request: HttpRequest, table: list[dict[str, Any]], *, view: str, selected_rank: int):
+    """One page of the ranking: RANKING_PER_PAGE chips (their other rows with them, hidden until expanded) when
+    it shows the best per chip, RANKING_PER_PAGE rows when it shows all. Without `?page=` it is the page that
+    holds the selected row. Returns (the page's rows in rank order, the page)."""
+    if view == "best":
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for t in table:
+            groups.setdefault(t["row"].get("chip_slug"), []).append(t)
+        units = list(groups.values())
+    else:
+        units = [[t] for t in table]
+    paginator = Paginator(units, RANKING_PER_PAGE)
+    number = request.GET.get("page")
+    if number is None:
+        number = next((i // RANKING_PER_PAGE + 1 for i, unit in enumerate(units) if any(t["rank"] == selected_rank for t in unit)), 1)
+    page = paginator.get_page(number)
+    return sorted((t for unit in page.object_list for t in unit), key=lambda t: t["rank"]), page
+
+
 @require_GET
 def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     plan = _plan_or_404(plan_id)
@@ -253,13 +311,18 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     selected_rank = _selected_rank(request, len(ranked))
     view = "all" if request.GET.get("view") == "all" else "best"
     chip_count = _group_by_chip(table, hide_others=view == "best", selected_rank=selected_rank)
+    page_rows, ranking_page = _ranking_page(request, table, view=view, selected_rank=selected_rank)
     runs = [validation_context(run) for run in _validation_runs(plan)]
+    selected_row = ranked[selected_rank - 1] if ranked else {}
     return render(request, "frontend/plan_detail.html", {
+        "validate_form": validate_form_context(plan, selected_row) if ranked else None,
         "plan": plan,
         "results": results,
         "workload": (plan.inputs or {}).get("workload", {}),
         "hardware": (plan.inputs or {}).get("hardware", {}),
         "table": table,
+        "page_rows": page_rows,
+        "ranking_page": ranking_page,
         "metric_columns": table_columns(),
         "selected_rank": selected_rank,
         "view": view,
@@ -317,14 +380,19 @@ def validation_start(request: HttpRequest, plan_id) -> HttpResponse:
     except ValueError:
         messages.error(request, "Choose a configuration to validate (rank missing).")
         return redirect(detail)
+    payload, errors = forms.validation_payload(request.POST)
+    if errors:
+        messages.error(request, f"Could not start a validation of configuration #{rank}: {' '.join(errors.values())}")
+        return redirect(f"{detail}?rank={rank}#validate")
     try:
-        run = jobs_services.validation_run_create(plan=plan, rank=rank, trial="decode", queue="cpu", params=None, user=request.user)
+        run = jobs_services.validation_run_create(plan=plan, rank=rank, user=request.user, **payload)
     except ValidationError as exc:
         details = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
         text = "; ".join(f"{field}: {' '.join(msgs)}" if field else " ".join(msgs) for field, msgs in details.items())
         messages.error(request, f"Could not start a validation of configuration #{rank}: {text}")
-        return redirect(f"{detail}?rank={rank}")
-    messages.success(request, f"Validation of configuration #{rank} queued on the {run.queue} workers.")
+        return redirect(f"{detail}?rank={rank}#validate")
+    stand_in = " as a stand-in for the planned chip" if run.stand_in else ""
+    messages.success(request, f"Validation of configuration #{rank} queued on the {run.queue} workers{stand_in}.")
     return redirect(f"{detail}?rank={rank}#validation-{run.id}")
 
 

@@ -21,6 +21,23 @@ class WorkerHeartbeat(models.Model):
         return f"{self.hostname} @ {self.seen_at:%Y-%m-%d %H:%M:%S}"
 
 
+class WorkerQueues(models.Model):
+    """The queues each running worker consumes, written by the worker itself every 10 s (jobs/worker_steps.py):
+    validations are routed by them (jobs/routing.py). Apart from WorkerHeartbeat, which proves more (a task
+    taken off the broker and run)."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    queues = models.CharField(max_length=200, blank=True, default="", help_text="Comma-separated queue names.")
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-seen_at"]
+        verbose_name_plural = "worker queues"
+
+    def __str__(self) -> str:
+        return f"{self.hostname}: {self.queues} @ {self.seen_at:%Y-%m-%d %H:%M:%S}"
+
+
 class ValidationRun(models.Model):
     """A real trial of one planned configuration on a worker's own hardware, with the
     prediction for that hardware beside the measurement."""
@@ -38,8 +55,9 @@ class ValidationRun(models.Model):
         BLOCK_DIFFUSION = "block_diffusion"
 
     class Queue(models.TextChoices):
-        CPU = "cpu"
-        GPU = "gpu"
+        CPU = "cpu", "CPU"
+        GPU = "gpu", "NVIDIA GPU (CUDA)"
+        ROCM = "rocm", "AMD GPU (ROCm)"
 
     FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
@@ -51,6 +69,9 @@ class ValidationRun(models.Model):
     trial = models.CharField(max_length=16, choices=Trial.choices)
     params = models.JSONField(default=dict, help_text="Trial parameters: batch, prompt_tokens, decode_steps, dtype, ...")
     queue = models.CharField(max_length=8, choices=Queue.choices, default=Queue.CPU)
+    stand_in = models.BooleanField(
+        default=False, help_text="The queue's device is not the planned chip's kind: it stands in, chosen explicitly, and predicts for itself."
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     progress_percent = models.FloatField(default=0.0)
     progress_message = models.CharField(max_length=300, blank=True, default="")

@@ -16,6 +16,9 @@ from jobs.trials.device import detect_device, generic_cpu_chip, probe_cpu
 from jobs.trials.speculative import run_speculative_trial
 from jobs.trials.tiny_pair import train_tiny_pair
 
+# Best of 3 unless the run asks otherwise: a tiny pair's runs take milliseconds, and one on a busy CPU can be off
+# several times over.
+SPECULATIVE_REPEATS = 3
 ARCH_FIELDS = [*ArchShape.__dataclass_fields__, "slug", "generation_kind", "default_block_size", "max_context_tokens"]
 
 
@@ -53,13 +56,19 @@ def _peaks(chip: Chip | None, dtype: str) -> tuple[float | None, float | None]:
     return chip.memory_bandwidth_bytes_per_s, peaks.get(dtype) or peaks.get("fp32")
 
 
-def _decode(run: ValidationRun, model: ModelArch, device: str, bandwidth, flops, progress) -> dict[str, Any]:
+def _decode(run: ValidationRun, model: ModelArch, device: str, chip: Chip | None, progress) -> dict[str, Any]:
     p = run.params
+    bandwidth, flops = _peaks(chip, p["dtype"])
     r = run_decode_trial(
         model_description(model), device=device, dtype=p["dtype"], batch=p["batch"], prompt_tokens=p["prompt_tokens"],
         decode_steps=p["decode_steps"], compile=p.get("compile"), peak_bandwidth_bytes_per_s=bandwidth, peak_flops_per_s=flops,
         max_layers=p.get("max_layers"), repetitions=p.get("repetitions", DEFAULT_REPETITIONS), progress=progress,
     )  # fmt: skip
+    if r["dtype"] != p["dtype"]:  # fitted to memory in another dtype: its own peak, not the one asked for
+        _bandwidth, flops = _peaks(chip, r["dtype"])
+        r["peak_flops_per_s"] = flops
+        r["mfu"] = r["achieved_flops_per_s"] / flops if flops else None
+        r["prefill_mfu"] = r["prefill_achieved_flops_per_s"] / flops if flops else None
     return {**r, "tokens_per_s_per_user": r["tokens_per_s_per_sequence"], "output_tokens_per_s_total": r["tokens_per_s_total"]}
 
 
@@ -70,7 +79,8 @@ def _speculative(run: ValidationRun, model: ModelArch, device: str, progress) ->
     pair = train_tiny_pair(seconds_budget=20.0)
     r = run_speculative_trial(
         target=pair.target, draft=pair.draft, prompt=pair.corpus.prompt(16), device=device, dtype="fp32",
-        new_tokens=min(p["decode_steps"], 64), k=p.get("draft_tokens", 4), progress=progress,
+        new_tokens=min(p["decode_steps"], 64), k=p.get("draft_tokens", 4), repeats=p.get("repetitions") or SPECULATIVE_REPEATS,
+        progress=progress,
     )  # fmt: skip
     return {**r, "note": f"acceptance measured on the tiny trained pair, not on {model.slug} (random weights would say nothing)"}
 
@@ -85,13 +95,14 @@ def _block_diffusion(run: ValidationRun, model: ModelArch, device: str, flops, p
 
 
 def run_trial(*, run: ValidationRun, progress) -> Outcome:
-    device = "cuda" if run.queue == ValidationRun.Queue.GPU else "cpu"
+    # PyTorch's ROCm build drives AMD GPUs through the same torch.cuda API.
+    device = "cuda" if run.queue in (ValidationRun.Queue.GPU, ValidationRun.Queue.ROCM) else "cpu"
     progress(0.0, f"detecting the {device} device")
     chip, info = _chip_for(device)
     model = ModelArch.objects.get(slug=run.model_slug)
     bandwidth, flops = _peaks(chip, run.params["dtype"])
     if run.trial == ValidationRun.Trial.DECODE:
-        measured = _decode(run, model, device, bandwidth, flops, progress)
+        measured = _decode(run, model, device, chip, progress)
     elif run.trial == ValidationRun.Trial.SPECULATIVE:
         measured = _speculative(run, model, device, progress)
     else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from jobs.models import ScheduledTaskRun, ValidationRun, WorkerHeartbeat
@@ -25,7 +25,9 @@ def validation_run_get(*, run_id) -> ValidationRun:
 
 
 def succeeded_runs_for(*, chip_slug: str, dtype: str, trial: str = "decode") -> QuerySet[ValidationRun]:
-    return ValidationRun.objects.filter(status=ValidationRun.Status.SUCCEEDED, matched_chip_slug=chip_slug, trial=trial, params__dtype=dtype)
+    """The chip's succeeded runs in `dtype` as they ran (a trial fitted to memory may run bf16 where fp32 was asked)."""
+    ran_in = Q(measured__dtype=dtype) | (Q(measured__dtype__isnull=True) & Q(params__dtype=dtype))
+    return ValidationRun.objects.filter(ran_in, status=ValidationRun.Status.SUCCEEDED, matched_chip_slug=chip_slug, trial=trial)
 
 
 def jobs_health() -> dict[str, Any]:

@@ -23,14 +23,15 @@ from django.utils import timezone
 
 from accounts.ownership import ensure_may_manage
 from hwcatalog.models import Chip, ModelArch
-from jobs import selectors
-from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHeartbeat
+from jobs import routing, selectors
+from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHeartbeat, WorkerQueues
 from planner import calibrations
 from planner.models import Plan
 from planner.engine.calibration import NoisyRuns
 from planner.fleet_services import fleets_queued_resend
 from planner.simulation_services import simulations_queued_resend
-from planner.services import plans_queued_resend, trial_prediction
+from planner.result_schema import validated_fields
+from planner.services import block_diffusion_trial_prediction, plans_queued_resend, speculative_trial_prediction, trial_prediction
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this
 DEFAULT_PARAMS = {
     "cpu": {"batch": 1, "prompt_tokens": 32, "decode_steps": 16, "dtype": "fp32", "max_layers": 2},
     "gpu": {"batch": 1, "prompt_tokens": 128, "decode_steps": 128, "dtype": "bf16"},
+    "rocm": {"batch": 1, "prompt_tokens": 128, "decode_steps": 128, "dtype": "bf16"},
 }
 PARAM_LIMITS = {"batch": (1, 256), "prompt_tokens": (1, 32_768), "decode_steps": (1, 4_096), "max_layers": (1, 1_000),
                 "block_size": (1, 512), "steps": (1, 512), "draft_tokens": (1, 16), "repetitions": (1, 10)}  # fmt: skip
@@ -59,6 +61,11 @@ def worker_heartbeat_record(*, hostname: str, queue: str) -> WorkerHeartbeat:
     WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(seen_at=timezone.now(), queue=queue, beats=F("beats") + 1)
     heartbeat.refresh_from_db()
     return heartbeat
+
+
+def worker_queues_record(*, hostname: str, queues: list[str]) -> None:
+    """A live worker's queues (jobs/worker_steps.py), which validations are routed by (jobs/routing.py)."""
+    WorkerQueues.objects.update_or_create(hostname=hostname[:255], defaults={"queues": ",".join(queues)[:200], "seen_at": timezone.now()})
 
 
 def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: ModelArch) -> dict[str, Any]:
@@ -88,30 +95,45 @@ def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: 
     return merged
 
 
+# The trials each kind of model can run (a speculative trial needs an autoregressive target).
+TRIAL_MODEL_KINDS = {"decode": ("autoregressive", "diffusion", "block_diffusion"), "speculative": ("autoregressive",),
+                     "block_diffusion": ("block_diffusion", "diffusion", "autoregressive")}  # fmt: skip
+
+
+def trials_for(model: ModelArch) -> list[str]:
+    return [trial for trial, kinds in TRIAL_MODEL_KINDS.items() if model.generation_kind in kinds]
+
+
 def _trial_for(model: ModelArch, trial: str) -> None:
-    kinds = {"decode": ("autoregressive", "diffusion", "block_diffusion"), "speculative": ("autoregressive",),
-             "block_diffusion": ("block_diffusion", "diffusion", "autoregressive")}  # fmt: skip
-    if trial not in kinds:
+    if trial not in TRIAL_MODEL_KINDS:
         raise ValidationError({"trial": f"Unknown trial {trial!r}; use decode, speculative or block_diffusion."})
-    if model.generation_kind not in kinds[trial]:
+    if model.generation_kind not in TRIAL_MODEL_KINDS[trial]:
         raise ValidationError({"trial": f"{model.slug} is a {model.generation_kind} model; a {trial} trial does not apply."})
 
 
 @transaction.atomic
-def validation_run_create(*, plan: Plan, rank: int, trial: str, queue: str = "cpu", params: dict | None = None, user=None) -> ValidationRun:
-    """Queue a trial of the plan's configuration at `rank` (1-based); the task is sent after commit."""
+def validation_run_create(*, plan: Plan, rank: int, trial: str, queue: str | None = None, params: dict | None = None,
+                          user=None) -> ValidationRun:  # fmt: skip
+    """Queue a trial of the plan's configuration at `rank` (1-based); the task is sent after commit.
+
+    With no `queue` the run goes to the queue of the row's chip family when a worker serves it, and is refused
+    otherwise (the message names the live queues); a named queue of another family runs as a stand-in."""
     ranked = plan.results.get("ranked", [])
     if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= len(ranked):
         raise ValidationError({"rank": f"Must be between 1 and {len(ranked)} (the plan's ranked configurations)."})
-    if queue not in ValidationRun.Queue.values:
-        raise ValidationError({"queue": "Must be cpu or gpu."})
+    if queue is not None and queue not in ValidationRun.Queue.values:
+        raise ValidationError({"queue": f"Must be one of {', '.join(ValidationRun.Queue.values)}, or left out to route by the row's chip."})
     model = ModelArch.objects.filter(slug=plan.model_slug).first()
     if model is None:
         raise ValidationError({"plan": f"The plan's model {plan.model_slug!r} is no longer in the catalog."})
     _trial_for(model, trial)
+    row = ranked[rank - 1]
+    routed = routing.route(chip_slug=row.get("chip_slug") or "", requested=queue)
+    if routed.queue is None:
+        raise ValidationError({"queue": routed.reason})
     run = ValidationRun.objects.create(
-        plan=plan, rank=rank, configuration=ranked[rank - 1], model_slug=model.slug, trial=trial, queue=queue,
-        params=_clean_params(trial, queue, params, model), created_by=user if getattr(user, "is_authenticated", False) else None,
+        plan=plan, rank=rank, configuration=row, model_slug=model.slug, trial=trial, queue=routed.queue, stand_in=routed.stand_in,
+        params=_clean_params(trial, routed.queue, params, model), created_by=user if getattr(user, "is_authenticated", False) else None,
     )  # fmt: skip
     run.published = None  # set after commit: True once the broker took the message, False if it refused
     transaction.on_commit(lambda: setattr(run, "published", _send(run)))
@@ -213,9 +235,10 @@ def _progress_writer(run: ValidationRun, log: list[str]):
     return progress
 
 
-def _errors(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, float]:
+def _errors(predicted: dict[str, Any], measured: dict[str, Any], metrics=METRICS) -> dict[str, float]:
+    """|predicted - measured| / measured in percent, for each of `metrics` both hold as numbers."""
     out = {}
-    for metric in METRICS:
+    for metric in metrics:
         p, m = predicted.get(metric), measured.get(metric)
         if isinstance(p, (int, float)) and isinstance(m, (int, float)) and m:
             out[metric] = abs(p - m) / abs(m) * 100.0
@@ -313,10 +336,19 @@ def validation_trial_run(*, run_id: str) -> None:
         chip = outcome.chip
         measured = outcome.measured
         predicted = {}
+        # What ran: a trial fitted to the worker's memory may have run bf16 or a shorter sequence than asked.
+        ran_dtype = measured.get("dtype") or run.params["dtype"]
         if chip is not None and run.trial == ValidationRun.Trial.DECODE:
             predicted = trial_prediction(
-                model=ModelArch.objects.get(slug=run.model_slug), chip=chip, weight_dtype=run.params["dtype"],
-                batch=run.params["batch"], prompt_tokens=run.params["prompt_tokens"], output_tokens=run.params["decode_steps"] + 1,
+                model=ModelArch.objects.get(slug=run.model_slug), chip=chip, weight_dtype=ran_dtype, batch=run.params["batch"],
+                prompt_tokens=measured.get("prompt_tokens") or run.params["prompt_tokens"],
+                output_tokens=(measured.get("decode_steps") or run.params["decode_steps"]) + 1, num_layers=outcome.layers_run,
+            )  # fmt: skip
+        elif run.trial == ValidationRun.Trial.SPECULATIVE:  # the tiny trained pair's own math: no chip needed
+            predicted = speculative_trial_prediction(configuration=run.configuration or {}, measured=measured)
+        elif chip is not None and run.trial == ValidationRun.Trial.BLOCK_DIFFUSION:
+            predicted = block_diffusion_trial_prediction(
+                model=ModelArch.objects.get(slug=run.model_slug), chip=chip, configuration=run.configuration or {}, measured=measured,
                 num_layers=outcome.layers_run,
             )  # fmt: skip
         # One transaction: whoever sees the run succeeded also sees the calibration refitted from it (the
@@ -326,11 +358,11 @@ def validation_trial_run(*, run_id: str) -> None:
             _finish(
                 run, status=ValidationRun.Status.SUCCEEDED, device_name=outcome.device_name or "",
                 matched_chip_slug=chip.slug if chip else "", measured=measured, predicted=predicted,
-                error_percent=_errors(predicted, measured), environment=outcome.environment,
+                error_percent=_errors(predicted, measured, [f.name for f in validated_fields(run.trial)]), environment=outcome.environment,
                 progress_percent=100.0, progress_message="done", log_tail="\n".join(log[-50:]),
             )  # fmt: skip
-            if predicted and chip is not None:
-                _refit_calibration(chip=chip, dtype=run.params["dtype"])
+            if predicted and chip is not None and run.trial == ValidationRun.Trial.DECODE:  # decode runs are what it fits
+                _refit_calibration(chip=chip, dtype=ran_dtype)
     except Cancelled:
         logger.info("validation run %s was cancelled", run_id)
     except Exception as exc:  # noqa: BLE001 - any failure ends the run with its reason, never "running"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.engine.fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS, RESULT_FIELDS, ResultField
+from planner.engine.fields import COST_FIELDS, ESTIMATE_FIELDS, MEMORY_FIELDS, PHASE_FIELDS, RESULT_FIELDS, TRIAL_FIELDS, ResultField
 
 # Added to each ranked row by planner.services (the search's pricing of the candidate).
 PLAN_ROW_FIELDS: tuple[ResultField, ...] = (
@@ -153,6 +153,9 @@ def table_columns() -> list[ResultField]:
     return [f for f in PLAN_ROW_FIELDS + RESULT_FIELDS if f.label]
 
 
-def validated_fields() -> list[ResultField]:
-    """What a validation trial measures: its predicted-vs-measured rows."""
+def validated_fields(trial: str = "decode") -> list[ResultField]:
+    """What a validation trial measures: its predicted-vs-measured rows (a decode trial: the estimate's own fields;
+    a speculative or block-diffusion trial: its TRIAL_FIELDS)."""
+    if trial in TRIAL_FIELDS:
+        return list(TRIAL_FIELDS[trial])
     return [f for f in RESULT_FIELDS if f.validated]

@@ -29,10 +29,12 @@ from planner.engine import (
     Workload,
     estimate,
 )
+from planner.engine import trial_predictions as engine_trial_predictions
 from planner.engine.chips import policy_for
 from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
-from planner.engine.decoding import Resolvers, decoding_from_params
+from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
+from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
 from planner.engine.uncertainty import BAND_OF, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
@@ -565,3 +567,66 @@ def trial_prediction(
         calibration=catalog_specs.calibrations_for([chip.slug]), disaggregated=True,
     )  # fmt: skip
     return json_safe(result)
+
+
+def _assumed_acceptance(configuration: dict[str, Any]) -> tuple[float, str]:
+    """The acceptance the planner assumes for the plan's row: the row's own (a speculative or draft-head row), else the
+    speculative method's default."""
+    fields = configuration.get("decoding_fields") or {}
+    if isinstance(fields.get("acceptance_rate"), (int, float)):
+        return float(fields["acceptance_rate"]), f"the plan's row ({configuration.get('decoding')})"
+    return DEFAULT_ACCEPTANCE_RATE, f"the speculative method's default ({DEFAULT_ACCEPTANCE_SOURCE})"
+
+
+def speculative_trial_prediction(*, configuration: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """What the planner predicts for a speculative trial (jobs/trials/speculative.py): the acceptance it assumes for
+    the plan's row against the tiny trained pair's, and its speedup formula fed the pair's measured acceptance and
+    draft/target cost ratio against the measured speedup (planner/engine/trial_predictions.py)."""
+    assumed, source = _assumed_acceptance(configuration)
+    k = int(measured.get("draft_tokens_k") or 4)
+    predicted = engine_trial_predictions.speculative_trial_prediction(
+        assumed_acceptance_rate=assumed, measured_acceptance_rate=measured.get("acceptance_rate"), draft_tokens=k,
+        draft_cost_ratio=measured.get("draft_cost_ratio"), plain_token_time_s=measured.get("plain_token_time_s"),
+    )  # fmt: skip
+    basis = (f"Predicted acceptance: {assumed:g} per drafted token, assumed by {source}; tokens per target forward from it "
+             f"(Leviathan eq. 1, k = {k}). Predicted speedup: the planner's formula (thm 3.8) fed the measured acceptance and "
+             "draft/target cost ratio, so it checks the formula, not the assumption.")  # fmt: skip
+    return json_safe({**predicted, "draft_tokens_k": k, "acceptance_rate_source": source, "basis": basis})
+
+
+def block_diffusion_trial_prediction(
+    *, model: ModelArch, chip: Chip, configuration: dict[str, Any], measured: dict[str, Any], num_layers: int | None = None,
+) -> dict[str, Any]:
+    """What the planner predicts for a block-diffusion trial (jobs/trials/block_diffusion.py) on the chip it ran on, in
+    the dtype, batch, lengths, block size and schedule that ran, for the scaled copy's layers. A fixed schedule of S
+    steps per block is the planner's steps_per_block; a confidence threshold has no step count, so the tokens per
+    forward the plan's row assumes (or the method's default, one per step) stand in for it, and say so."""
+    block = int(measured["block_size"])
+    params: dict[str, Any] = {"block_size": block}
+    if measured.get("steps_per_block"):
+        params["steps_per_block"] = int(measured["steps_per_block"])
+        schedule = f"{params['steps_per_block']} denoising steps per block, as the trial ran"
+    else:
+        fields = configuration.get("decoding_fields") or {}
+        if fields.get("block_size") and fields.get("effective_steps"):
+            params["tokens_per_forward"] = fields["block_size"] / fields["effective_steps"]
+            schedule = f"threshold decoding: {params['tokens_per_forward']:g} tokens per forward, assumed by the plan's row"
+        else:
+            schedule = "threshold decoding: one token per step, the block-diffusion method's default"
+    decoding = BlockDiffusion.from_params(params, Resolvers())
+    dtype = measured.get("dtype") or "bf16"
+    batch, gen_length = int(measured.get("batch") or 1), int(measured["gen_length"])
+    deployment = Deployment(chip=catalog_specs.chip_spec(chip), weight_dtype=dtype, kv_dtype=dtype, decoding=decoding)
+    workload = Workload(prompt_tokens=int(measured["prompt_tokens"]), output_tokens=gen_length)
+    evaluation = evaluate_deployment(
+        catalog_specs.model_spec(model, num_layers=num_layers), deployment, workload, batch=batch,
+        calibration=catalog_specs.calibrations_for([chip.slug]), disaggregated=True,
+    )  # fmt: skip
+    results, i = evaluation.results, evaluation.index
+    predicted = engine_trial_predictions.block_diffusion_trial_prediction(
+        decoding=decoding, output_tokens=gen_length, batch=batch,
+        prefill_time_s=float(results.prefill_batched_s_per_prompt[i]) * batch, decode_token_time_s=float(results.decode_token_time_s[i]),
+    )  # fmt: skip
+    basis = (f"Predicted by the planner's block-diffusion decoding ({decoding.label}: {schedule}) for {chip.slug} in {dtype}; "
+             "it charges one commit forward per block, the last one included.")  # fmt: skip
+    return json_safe({**predicted, "decoding": decoding.label, "basis": basis})

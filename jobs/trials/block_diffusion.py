@@ -20,8 +20,10 @@ import torch
 from torch import Tensor
 
 from jobs.trials.costs import forward_flops
+from jobs.trials.memory import fit_trial
 from jobs.trials.model import ModelConfig, Transformer
 from jobs.trials.runtime import (
+    as_config,
     Progress,
     dtype_name,
     environment,
@@ -186,6 +188,14 @@ def run_block_diffusion_trial(
     if model is None:
         if model_desc is None:
             raise ValueError("give a model or a model description")
+        # Too large for the memory: fewer layers, then bf16 for fp32, then a shorter prompt and generation (jobs/trials/memory.py).
+        fit = fit_trial(as_config(model_desc), device=dev, dtype=dt, batch=batch, prompt_tokens=prompt_tokens,
+                        decode_steps=gen_length + (block_size or 64), max_bytes=max_bytes, max_layers=max_layers)  # fmt: skip
+        if fit.adjustments:
+            dt, prompt_tokens = fit.dtype, fit.prompt_tokens
+            gen_length = max(1, fit.decode_steps - (block_size or 64))
+            max_seq = prompt_tokens + gen_length + (block_size or 64)
+        info["fitted_to_memory"] = fit.adjustments
         pm = prepare_model(model_desc, device=dev, dtype=dt, batch=batch, max_seq=max_seq, seed=seed,
                            max_bytes=max_bytes, max_layers=max_layers)
         model = pm.model

@@ -15,9 +15,11 @@ import torch
 from torch import Tensor
 
 from jobs.trials.costs import decode_step_bytes, forward_flops, weight_bytes_touched
+from jobs.trials.memory import fit_trial
 from jobs.trials.model import ModelConfig, Transformer, argmax_token
 from jobs.trials.runtime import (
     Clock,
+    as_config,
     Progress,
     dtype_name,
     environment,
@@ -140,8 +142,11 @@ def run_decode_trial(
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     use_compile = (dev.type == "cuda") if compile is None else compile
     warmup_steps = (8 if use_compile else 3) if warmup_steps is None else warmup_steps
+    fit = fit_trial(as_config(model_desc), device=dev, dtype=dt, batch=batch, prompt_tokens=prompt_tokens,
+                    decode_steps=decode_steps, max_bytes=max_bytes, max_layers=max_layers)  # fmt: skip
+    dt, prompt_tokens, decode_steps = fit.dtype, fit.prompt_tokens, fit.decode_steps
     max_seq = prompt_tokens + decode_steps
-    progress(0.0, "building the model")
+    progress(0.0, "building the model" + (f" ({'; '.join(fit.adjustments)})" if fit.adjustments else ""))
     pm = prepare_model(model_desc, device=dev, dtype=dt, batch=batch, max_seq=max_seq, seed=seed,
                        max_bytes=max_bytes, max_layers=max_layers, weights_path=weights_path)
     model, cfg = pm.model, pm.run
@@ -216,6 +221,7 @@ def run_decode_trial(
         "trial": "decode",
         **environment(dev),
         "dtype": dtype_name(dt),
+        "fitted_to_memory": fit.adjustments,
         "batch": batch,
         "prompt_tokens": prompt_tokens,
         "decode_steps": decode_steps,

@@ -1,6 +1,7 @@
 """Does the model fit? If not, how many of its layers do (same layer shapes, fewer of them)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -67,3 +68,45 @@ def plan_layers(cfg: ModelConfig, *, batch: int, max_seq: int, bytes_per_el: flo
             f"and {max_seq} tokens; the budget is {budget_bytes / 1e9:.3g} GB: lower the batch or the sequence length"
         )
     return {"layers_run": n, "layers_full": cfg.num_layers, "scale_factor": cfg.num_layers / n, "reason": reason}
+
+
+MIN_TOKENS = 8  # the shortest prompt (and decode run) a trial shrinks to before giving up
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrialFit:
+    dtype: torch.dtype
+    prompt_tokens: int
+    decode_steps: int
+    adjustments: list[str]  # what was changed from the request to fit, in words (empty: nothing)
+
+
+def fit_trial(cfg: ModelConfig, *, device: torch.device, dtype: torch.dtype, batch: int, prompt_tokens: int, decode_steps: int,
+              max_bytes: float | None = None, max_layers: int | None = None) -> TrialFit:  # fmt: skip
+    """The trial as asked when one layer of it fits the memory budget; otherwise the same trial at half precision
+    (bf16 for fp32), then with the prompt and the decode run halved in turn down to MIN_TOKENS each, before giving
+    up with plan_layers' sentence (issue 14: a 70B model's embeddings and head alone outgrow an fp32 budget on a
+    24 GB machine, while the bf16 copy of the same two layers fits). Layers are scaled down by plan_layers itself."""
+    budget, source = memory_budget_bytes(device, max_bytes)
+    adjustments: list[str] = []
+
+    def fits(dt: torch.dtype, prompt: int, steps: int) -> bool:
+        try:
+            plan_layers(cfg, batch=batch, max_seq=prompt + steps, bytes_per_el=torch.empty((), dtype=dt).element_size(),
+                        budget_bytes=budget, max_layers=max_layers)  # fmt: skip
+        except ValueError:
+            return False
+        return True
+
+    if not fits(dtype, prompt_tokens, decode_steps) and dtype == torch.float32:
+        adjustments.append(f"fp32 did not fit the memory budget ({budget / 1e9:.3g} GB, {source}): ran bf16")
+        dtype = torch.bfloat16
+    asked = (prompt_tokens, decode_steps)
+    while not fits(dtype, prompt_tokens, decode_steps) and max(prompt_tokens, decode_steps) > MIN_TOKENS:
+        if prompt_tokens >= decode_steps:
+            prompt_tokens = max(MIN_TOKENS, prompt_tokens // 2)
+        else:
+            decode_steps = max(MIN_TOKENS, decode_steps // 2)
+    if (prompt_tokens, decode_steps) != asked:
+        adjustments.append(f"a {asked[0]}-token prompt and {asked[1]} steps did not fit: ran {prompt_tokens} and {decode_steps}")
+    return TrialFit(dtype=dtype, prompt_tokens=prompt_tokens, decode_steps=decode_steps, adjustments=adjustments)

@@ -85,16 +85,20 @@ def _timed(device: torch.device, fn):
 
 def compare_speculative(target: Transformer, draft: Transformer, prompt: Tensor, *, n_new: int, k: int,
                         repeats: int = 1) -> dict[str, Any]:
-    """Run plain target greedy and speculative on the same prompt; time both (best of `repeats`, after a warm-up)
-    and check the outputs are identical."""
+    """Run plain target greedy, plain draft greedy and speculative on the same prompt; time them (best of `repeats`,
+    after a warm-up) and check the speculative output equals the target's. The draft's plain run gives Leviathan's
+    cost ratio c (a draft forward's time over a target forward's), which the planner's speedup formula takes."""
     dev = prompt.device
     with torch.inference_mode():
         greedy_generate(target, prompt, min(n_new, 4))  # warm-up (allocator, kernels)
+        greedy_generate(draft, prompt, min(n_new, 4))
         speculative_generate(target, draft, prompt, min(n_new, 4), k)
-        plain_t = spec_t = float("inf")
+        plain_t = draft_t = spec_t = float("inf")
         for _ in range(repeats):
             plain, t = _timed(dev, lambda: greedy_generate(target, prompt, n_new))
             plain_t = min(plain_t, t)
+            _, t = _timed(dev, lambda: greedy_generate(draft, prompt, n_new))
+            draft_t = min(draft_t, t)
             (spec, c), t = _timed(dev, lambda: speculative_generate(target, draft, prompt, n_new, k))
             spec_t = min(spec_t, t)
     mismatch = (spec != plain)[0].nonzero()
@@ -116,6 +120,11 @@ def compare_speculative(target: Transformer, draft: Transformer, prompt: Tensor,
         "tokens_per_s": n_new / spec_t,
         "plain_tokens_per_s": n_new / plain_t,
         "speedup": plain_t / spec_t,
+        "draft_plain_time_s": draft_t,
+        "plain_token_time_s": plain_t / n_new,
+        "draft_token_time_s": draft_t / n_new,
+        "speculative_token_time_s": spec_t / n_new,
+        "draft_cost_ratio": draft_t / plain_t,
         "timing": "wall time of prefill + generation, best of %d, after a warm-up; eager (no compile)" % repeats,
         "sample_tokens": spec[0, :16].tolist(),
     }

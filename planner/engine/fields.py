@@ -120,6 +120,47 @@ ARRAY_FIELDS: tuple[str, ...] = tuple(f.name for f in RESULT_FIELDS if f.per_can
 ESTIMATE_FIELDS: tuple[ResultField, ...] = tuple(f for f in RESULT_FIELDS if f.in_estimate and f.group is None)
 MEMORY_FIELDS: tuple[ResultField, ...] = tuple(f for f in RESULT_FIELDS if f.in_estimate and f.group == "memory")
 
+
+def _trial(name: str, unit: str, description: str, **kwargs) -> ResultField:
+    return _f(name, unit, description, per_candidate=False, in_estimate=False, validated=True, **kwargs)
+
+
+# What the speculative and block-diffusion trials measure (jobs/trials/, under these keys) and the planner predicts
+# (planner/engine/trial_predictions.py): their cards' predicted-vs-measured rows. No Estimate carries them.
+TRIAL_FIELDS: dict[str, tuple[ResultField, ...]] = {
+    "speculative": (
+        _trial("acceptance_rate", "", "drafted tokens accepted / drafted; predicted: the acceptance the planner assumes",
+               label="Acceptance per drafted token (predicted: assumed)", format="percent"),
+        _trial("mean_accepted_tokens_per_target_step", "tokens", "tokens emitted per verifying target forward; predicted: "
+               "Leviathan eq. 1 at the assumed acceptance", label="Tokens per target forward (predicted: eq. 1, assumed acceptance)"),
+        _trial("speedup", "", "plain greedy time / speculative time; predicted: Leviathan thm 3.8 at the measured acceptance "
+               "and draft/target cost ratio", label="Speedup over plain decoding, × (predicted: thm 3.8, measured acceptance and c)"),
+        _trial("speculative_token_time_s", "s", "speculative wall time per token, prefill included; predicted: plain time "
+               "per token / predicted speedup", nullable=True, label="Time per token, speculative", format="duration"),
+        _trial("plain_token_time_s", "s", "the target's plain greedy wall time per token, prefill included (measured: an input)",
+               nullable=True, label="Time per token, plain target (measured, an input)", format="duration"),
+        _trial("draft_token_time_s", "s", "the draft's plain greedy wall time per token, prefill included (measured only)",
+               nullable=True, label="Time per token, plain draft (measured)", format="duration"),
+        _trial("draft_cost_ratio", "", "draft time per token / target time per token: Leviathan's c (measured: an input)",
+               nullable=True, label="Draft / target cost ratio c (measured, an input)"),
+    ),
+    "block_diffusion": (
+        _trial("blocks", "", "blocks of B tokens denoised", kind="int", label="Blocks"),
+        _trial("denoise_forwards", "", "denoising forwards, all blocks (S_eff per block)",
+               label="Denoising forwards (all blocks)"),
+        _trial("commit_forwards", "", "forwards writing a finished block's KV", kind="int", label="Commit forwards"),
+        _trial("forwards", "", "forwards after the prompt's prefill: denoising + commit", label="Forwards after the prefill"),
+        _trial("tokens_per_forward", "tokens", "tokens generated (all sequences) / forwards after the prefill",
+               label="Tokens per forward (all sequences, tokens)"),
+        _trial("time_s", "s", "wall time of the generation, the prompt's prefill included",
+               label="Generation time, prefill included", format="duration"),
+        _trial("tokens_per_s", "tokens/s", "tokens generated (all sequences) / generation time",
+               label="Tokens/s (all sequences)"),
+        _trial("mfu", "", "achieved FLOP/s / dense peak, prefill included (measured only)", nullable=True,
+               label="MFU (whole run)", format="percent"),
+    ),
+}
+
 # Phase breakdowns (Estimate.prefill and .decode) and the cost of one offering.
 PHASE_FIELDS: tuple[ResultField, ...] = (
     _f("flops_per_chip", "FLOP", "FLOPs one chip runs in the phase's forward"),

@@ -131,7 +131,7 @@ def catalog_for_module(wsgi_keeps_the_test_connection, django_db_setup, django_d
             })  # fmt: skip
             inputs.is_valid(raise_exception=True)
             plan = plan_create(data=inputs.validated_data, raw_inputs=inputs.data)
-            run = validation_run_create(plan=plan, rank=1, trial="decode")  # sent on commit, so never
+            run = validation_run_create(plan=plan, rank=1, trial="decode", queue="cpu")  # sent on commit, so never
             fleet_inputs = FleetInputSerializer(data={
                 "model": "llama-3.2-1b", "classes": [{"name": "chat", "prompt_tokens": 200, "output_tokens": 100, "requests_per_s": 2}],
                 "hardware": {"chips": ["nvidia-l4"], "max_chips": 2},

@@ -20,11 +20,11 @@ def test_a_hung_broker_gives_202_in_seconds_and_the_run_waits_for_the_sweep(api)
         with running_web(extra_env={"REDIS_URL": redis_server.url}) as web:
             plan = api.post(f"{web}/api/v1/plans/", json=SMALL_PLAN, timeout=60).json()
             validate = f"{web}/api/v1/plans/{plan['id']}/validations/"
-            assert api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=30).status_code == 201
+            assert api.post(validate, json={"rank": 1, "trial": "decode", "queue": "cpu"}, timeout=30).status_code == 201
             redis_server.process.send_signal(signal.SIGSTOP)
             try:
                 started = time.monotonic()
-                hung = api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=60)
+                hung = api.post(validate, json={"rank": 1, "trial": "decode", "queue": "cpu"}, timeout=60)
                 answer_s = time.monotonic() - started
             finally:
                 redis_server.process.send_signal(signal.SIGCONT)

@@ -31,12 +31,12 @@ def test_validations_queued_when_redis_restarts_all_run_once_after_it_comes_back
         with running_web(extra_env=env) as web:
             plan = api.post(f"{web}/api/v1/plans/", json=SMALL_PLAN, timeout=60).json()
             validate = f"{web}/api/v1/plans/{plan['id']}/validations/"
-            ids = [api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=30).json()["id"] for _ in range(2)]
+            ids = [api.post(validate, json={"rank": 1, "trial": "decode", "queue": "cpu"}, timeout=30).json()["id"] for _ in range(2)]
             assert redis_server.queue_length("cpu") == 2  # both messages wait in the broker, no worker yet
 
             redis_server.stop()
             started = time.monotonic()
-            while_down = api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=30)
+            while_down = api.post(validate, json={"rank": 1, "trial": "decode", "queue": "cpu"}, timeout=30)
             publish_s = time.monotonic() - started
             assert while_down.status_code == 202, while_down.text  # stored, queued for the sweep: accepted, never a 500
             assert publish_s < 10
@@ -57,7 +57,7 @@ def test_validations_queued_when_redis_restarts_all_run_once_after_it_comes_back
                 # Restarted again under a running worker: it reconnects and takes new work.
                 redis_server.stop()
                 redis_server.start()
-                after = api.post(validate, json={"rank": 1, "trial": "decode"}, timeout=30).json()["id"]
+                after = api.post(validate, json={"rank": 1, "trial": "decode", "queue": "cpu"}, timeout=30).json()["id"]
                 again = wait_for(lambda: _finished([after]), timeout_s=240, interval_s=0.5)
                 assert again is not None, worker_log.read_text()[-4000:]
 

@@ -143,7 +143,7 @@ def test_a_validation_card_says_what_ran_a_scaled_copy_and_a_stand_in():
     from frontend.views import what_ran
 
     def run(**overrides):
-        base = {"device_name": "AMD EPYC 9654 (32 cores)", "matched_chip_slug": "amd-epyc-9654", "model_slug": "llama-3.1-70b",
+        base = {"device_name": "AMD EPYC 9654 (32 cores)", "matched_chip_slug": "amd-epyc-9654", "model_slug": "llama-3.1-70b", "stand_in": False, "trial": "decode",
                 "params": {"dtype": "bf16"}, "measured": {"scaled": {"layers_run": 2, "layers_full": 80, "scale_factor": 40.0}},
                 "configuration": {"chip_slug": "intel-gaudi3", "chip_name": "Intel Gaudi 3"}}  # fmt: skip
         return SimpleNamespace(**{**base, **overrides})

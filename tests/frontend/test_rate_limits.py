@@ -25,8 +25,8 @@ def test_a_user_over_the_form_rate_gets_a_429_and_no_plan_is_stored(ui_client, c
 
 def test_the_validate_form_shares_the_users_form_budget(ui_client, chat_plan, throttle_rates):
     throttle_rates(**{"ui-writes": "1/min"})
-    assert ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode"}).status_code == 302
-    _assert_429(ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode"}))
+    assert ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode", "queue": "cpu"}).status_code == 302
+    _assert_429(ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": 1, "trial": "decode", "queue": "cpu"}))
     assert ValidationRun.objects.count() == 1
 
 

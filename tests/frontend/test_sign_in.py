@@ -61,7 +61,7 @@ def test_an_anonymous_validation_queues_nothing_and_goes_to_sign_in(chat_plan):
 
 def test_the_plan_page_offers_anonymous_visitors_sign_in_instead_of_validate(anonymous_ui_client, chat_plan):
     html = anonymous_ui_client.get(f"/plans/{chat_plan.id}/").content.decode()
-    assert "Validate</button>" not in html
+    assert "validate-submit" not in html and "validate-row" not in html
     assert f'href="/accounts/login/?next=/plans/{chat_plan.id}/"' in html and "Sign in to validate configuration 1" in html
 
 

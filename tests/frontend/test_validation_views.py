@@ -40,22 +40,71 @@ def test_validate_needs_a_post(ui_client, chat_plan):
     assert ui_client.get(f"/plans/{chat_plan.id}/validate/").status_code == 405
 
 
-def test_validate_button_queues_a_run_and_the_page_shows_its_progress(ui_client, chat_plan):
+def test_validate_links_to_a_form_with_the_trial_parameters_and_the_queues(ui_client, chat_plan):
     html = ui_client.get(f"/plans/{chat_plan.id}/").content.decode()
-    assert "Validate</button>" in html
-    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "2"})
+    assert 'href="?rank=2#validate"' in html and "validate-row" in html
+    form = ui_client.get(f"/plans/{chat_plan.id}/?rank=2").content.decode()
+    assert "Validate configuration #2" in form and 'name="rank" value="2"' in form
+    for field in ("trial", "queue", "dtype", "batch", "prompt_tokens", "decode_steps", "max_layers", "repetitions"):
+        assert f'name="{field}"' in form, field
+    # No worker serves the row's GPU: the form says so and offers the CPU queue as a stand-in, named as one.
+    assert "No worker serves the gpu queue" in form and "a stand-in for" in form
+
+
+def test_validate_queues_a_run_on_the_chosen_stand_in_with_its_parameters(ui_client, chat_plan):
+    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {
+        "rank": "2", "trial": "decode", "queue": "cpu", "dtype": "bf16", "prompt_tokens": "24", "decode_steps": "8", "batch": "",
+    })  # fmt: skip
     assert response.status_code == 302 and "?rank=2#validation-" in response["Location"]
     from jobs.selectors import validation_run_list
 
     run = validation_run_list(plan=chat_plan).get()
-    assert run.rank == 2 and run.trial == "decode" and run.queue == "cpu"
+    assert run.rank == 2 and run.trial == "decode" and run.queue == "cpu" and run.stand_in
+    assert run.params["dtype"] == "bf16" and run.params["prompt_tokens"] == 24 and run.params["decode_steps"] == 8 and run.params["batch"] == 1
     assert run.created_by.username == "dana"
     page = ui_client.get(f"/plans/{chat_plan.id}/?rank=2").content.decode()
-    assert f'id="validation-{run.id}"' in page and "<progress" in page
+    assert f'id="validation-{run.id}"' in page and "<progress" in page and "stand-in for" in page
     fragment = ui_client.get(f"/plans/{chat_plan.id}/validations/{run.id}/")
     assert fragment.status_code == 200 and f'id="validation-{run.id}"' in fragment.content.decode()
+
+
+def test_validate_with_no_queue_and_no_worker_for_the_chip_asks_for_a_stand_in(ui_client, chat_plan):
+    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "1", "queue": ""}, follow=True)
+    text = response.content.decode()
+    assert "Could not start a validation of configuration #1" in text and "No worker serves" in text
+    assert not ValidationRun.objects.exists()
+
+
+def test_validate_with_a_parameter_that_is_not_a_number_names_it(ui_client, chat_plan):
+    response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "1", "queue": "cpu", "batch": "many"}, follow=True)
+    assert "batch must be a whole number" in response.content.decode()
+    assert not ValidationRun.objects.exists()
 
 
 def test_validate_with_a_bad_rank_shows_the_services_message(ui_client, chat_plan):
     response = ui_client.post(f"/plans/{chat_plan.id}/validate/", {"rank": "9999"}, follow=True)
     assert "Could not start a validation of configuration #9999" in response.content.decode()
+
+
+def test_the_ranking_pages_its_rows_and_opens_on_the_page_of_the_selected_one(ui_client, chat_plan):
+    import re
+
+    ranked = len(chat_plan.results["ranked"])
+    assert ranked > views.RANKING_PER_PAGE  # the fixture ranks 100
+    pages = -(-ranked // views.RANKING_PER_PAGE)
+
+    def ranks(html):
+        return [int(r) for r in re.findall(r'<tr class="selectable[^"]*" data-rank="(\d+)"', html)]
+
+    first = ui_client.get(f"/plans/{chat_plan.id}/?view=all").content.decode()
+    assert ranks(first) == list(range(1, views.RANKING_PER_PAGE + 1))
+    assert f"Page 1 of {pages}" in first and 'rel="next"' in first
+    second = ui_client.get(f"/plans/{chat_plan.id}/?view=all&page=2").content.decode()
+    assert ranks(second) == list(range(views.RANKING_PER_PAGE + 1, 2 * views.RANKING_PER_PAGE + 1))
+    selected = ui_client.get(f"/plans/{chat_plan.id}/?view=all&rank={2 * views.RANKING_PER_PAGE + 3}").content.decode()
+    assert 2 * views.RANKING_PER_PAGE + 3 in ranks(selected) and f"Page 3 of {pages}" in selected
+    # The best-per-chip view pages chips, each chip's other rows kept with it (hidden until expanded).
+    chips = list(dict.fromkeys(r["chip_slug"] for r in chat_plan.results["ranked"]))[: views.RANKING_PER_PAGE]
+    on_first_page = [i for i, r in enumerate(chat_plan.results["ranked"], start=1) if r["chip_slug"] in chips]
+    best = ui_client.get(f"/plans/{chat_plan.id}/").content.decode()
+    assert ranks(best) == on_first_page

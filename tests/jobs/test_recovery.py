@@ -12,7 +12,7 @@ from jobs.services import validation_run_create, validation_run_execute, validat
 
 @pytest.fixture
 def queued_run(small_plan):
-    run = validation_run_create(plan=small_plan, rank=1, trial="decode")
+    run = validation_run_create(plan=small_plan, rank=1, trial="decode", queue="cpu")
     # Created in the test's transaction, its on_commit send never ran: as if the broker was down.
     ValidationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=10))
     return run

@@ -20,7 +20,7 @@ from jobs.services import validation_run_create, validation_runs_recover
 
 @pytest.fixture
 def queued_run(small_plan):
-    run = validation_run_create(plan=small_plan, rank=1, trial="decode")
+    run = validation_run_create(plan=small_plan, rank=1, trial="decode", queue="cpu")
     ValidationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=10))
     return run
 
@@ -113,7 +113,7 @@ def test_each_sweep_is_recorded(db):
 
 
 def test_a_waiting_run_in_the_ui_says_the_beat_has_stopped(small_plan, client):
-    run = validation_run_create(plan=small_plan, rank=1, trial="decode")
+    run = validation_run_create(plan=small_plan, rank=1, trial="decode", queue="cpu")
     page = client.get(f"/plans/{small_plan.pk}/validations/{run.pk}/")
     assert page.status_code == 200
     assert "The recovery sweep has never run" in page.content.decode()
@@ -132,7 +132,7 @@ def test_a_broker_that_refuses_the_publish_gives_202_and_a_run_queued_for_the_sw
     import jobs.tasks
 
     monkeypatch.setattr(jobs.tasks, "run_validation", _RefusingTask())
-    response = token_client.post(f"/api/v1/plans/{small_plan.pk}/validations/", {"rank": 1, "trial": "decode"}, format="json")
+    response = token_client.post(f"/api/v1/plans/{small_plan.pk}/validations/", {"rank": 1, "trial": "decode", "queue": "cpu"}, format="json")
     assert response.status_code == 202, response.content
     run = ValidationRun.objects.get(pk=response.json()["id"])
     assert run.status == "queued" and run.sent_at is None and "waiting for the broker" in run.progress_message
@@ -147,6 +147,6 @@ def test_a_publish_that_reaches_the_broker_gives_201(small_plan, token_client, m
             return type("Result", (), {"id": "task-1"})()
 
     monkeypatch.setattr(jobs.tasks, "run_validation", _Sent())
-    response = token_client.post(f"/api/v1/plans/{small_plan.pk}/validations/", {"rank": 1, "trial": "decode"}, format="json")
+    response = token_client.post(f"/api/v1/plans/{small_plan.pk}/validations/", {"rank": 1, "trial": "decode", "queue": "cpu"}, format="json")
     assert response.status_code == 201
     assert ValidationRun.objects.get(pk=response.json()["id"]).sent_at is not None

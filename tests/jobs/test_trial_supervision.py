@@ -19,7 +19,7 @@ from jobs.models import ValidationRun
 from tests.worker import running_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-LONG_TRIAL = {"params": {"decode_steps": 4096, "prompt_tokens": 16, "batch": 8, "max_layers": 2}}  # about a minute of CPU
+LONG_TRIAL = {"queue": "cpu", "params": {"decode_steps": 4096, "prompt_tokens": 16, "batch": 8, "max_layers": 2}}  # about a minute of CPU
 LOG = Path("var/test-worker-supervision.log")
 
 

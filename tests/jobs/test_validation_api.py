@@ -6,7 +6,7 @@ from jobs.models import ValidationRun
 
 
 def test_a_token_holder_queues_a_validation_of_a_ranked_configuration(small_plan, token_client):
-    response = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", {"rank": 1, "trial": "decode"}, format="json")
+    response = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", {"rank": 1, "trial": "decode", "queue": "cpu"}, format="json")
     assert response.status_code == 201, response.json()
     run = response.json()
     assert run["status"] == "queued" and run["rank"] == 1 and run["queue"] == "cpu"
@@ -33,7 +33,7 @@ def test_a_token_holder_queues_a_validation_of_a_ranked_configuration(small_plan
     ],
 )
 def test_a_bad_validation_request_gets_400_naming_the_field_and_stores_nothing(small_plan, token_client, body, field):
-    response = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", body, format="json")
+    response = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", {"queue": "cpu", **body}, format="json")
     assert response.status_code == 400, response.content
     assert field in response.json()
     assert not ValidationRun.objects.exists()
@@ -52,7 +52,7 @@ def test_an_unknown_plan_or_run_is_404(db, token_client):
 
 
 def test_a_queued_run_can_be_cancelled_once(small_plan, token_client):
-    run_id = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", {}, format="json").json()["id"]
+    run_id = token_client.post(f"/api/v1/plans/{small_plan.id}/validations/", {"queue": "cpu"}, format="json").json()["id"]
     response = token_client.post(f"/api/v1/validations/{run_id}/cancel/")
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     again = token_client.post(f"/api/v1/validations/{run_id}/cancel/")

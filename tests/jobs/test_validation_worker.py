@@ -11,8 +11,11 @@ from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
 from hwcatalog.services import catalog_load
+from frontend.views import what_ran
+from jobs import routing
 from jobs.models import ValidationRun
 from jobs.services import validation_runs_recover
+from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.models import Calibration
 from tests.worker import running_worker, wait_for
 
@@ -39,7 +42,7 @@ def _status(client, run_id):
 def test_a_cpu_decode_trial_runs_on_a_worker_and_calibrates_the_next_estimate(client_and_plan):
     client, plan = client_and_plan
     with running_worker():
-        run = client.post(f"/api/v1/plans/{plan['id']}/validations/", {"rank": 1, "trial": "decode"}, format="json").json()
+        run = client.post(f"/api/v1/plans/{plan['id']}/validations/", {"rank": 1, "trial": "decode", "queue": "cpu"}, format="json").json()
         seen_progress = set()
 
         def finished():
@@ -48,8 +51,11 @@ def test_a_cpu_decode_trial_runs_on_a_worker_and_calibrates_the_next_estimate(cl
             return body if body["status"] in ("succeeded", "failed", "cancelled") else None
 
         body = wait_for(finished, timeout_s=240, interval_s=0.5)
+        live = routing.live_queues()  # the worker's own step wrote the queues it consumes
     assert body is not None, open("var/test-worker.log").read()[-3000:]
     assert body["status"] == "succeeded", body["failure_reason"] + body["log_tail"]
+    assert "cpu" in live
+    assert body["stand_in"] is True and "a stand-in for" in what_ran(ValidationRun.objects.get(pk=run["id"]))  # a GPU row, run on a CPU
     assert len(seen_progress) >= 2  # progress was written while it ran
     assert body["matched_chip_slug"] and body["device_name"]
     for metric in ("ttft_s", "tpot_s", "tokens_per_s_per_user", "mbu", "mfu"):
@@ -58,18 +64,25 @@ def test_a_cpu_decode_trial_runs_on_a_worker_and_calibrates_the_next_estimate(cl
     assert body["measured"]["scaled"]["layers_run"] == 2
     assert body["environment"]["torch_version"].startswith("2.13")
 
-    calibration = Calibration.objects.get(chip_slug=body["matched_chip_slug"], weight_dtype="fp32")
-    assert calibration.version == 1 and calibration.run_count == 1
+    # Whether this run may calibrate is the measurement's to say, not the test's: a run whose timed repetitions
+    # spread past MAX_RUN_SPREAD measured a busy machine and is refused (issue 14, item 2). The flaky failure
+    # (Calibration.DoesNotExist, about 1 in 4 on a loaded 2-core machine) was that refusal, asserted as an error.
+    calibration = Calibration.objects.filter(chip_slug=body["matched_chip_slug"], weight_dtype="fp32").first()
     estimate = client.post("/api/v1/estimates/", {"model": "llama-3.2-1b", "chip": body["matched_chip_slug"], "weight_dtype": "fp32",
                                                   "prompt_tokens": 32, "output_tokens": 17, "batch": 1}, format="json").json()  # fmt: skip
-    assert estimate["efficiency_source"] == "calibration v1 (1 runs)"
+    if body["measured"]["tpot_spread"] <= MAX_RUN_SPREAD:
+        assert calibration is not None and calibration.version == 1 and calibration.run_count == 1
+        assert estimate["efficiency_source"] == "calibration v1 (1 runs)"
+    else:
+        assert calibration is None, f"a run spread {body['measured']['tpot_spread']:.0%} calibrated the chip"
+        assert estimate["efficiency_source"] == "spec defaults"
 
 
 def test_a_worker_killed_mid_trial_leaves_its_run_requeued_not_running(client_and_plan):
     client, plan = client_and_plan
     params = {"decode_steps": 400, "prompt_tokens": 16, "max_layers": 2}
     with running_worker() as worker:
-        run = client.post(f"/api/v1/plans/{plan['id']}/validations/", {"params": params}, format="json").json()
+        run = client.post(f"/api/v1/plans/{plan['id']}/validations/", {"queue": "cpu", "params": params}, format="json").json()
         assert wait_for(lambda: _status(client, run["id"])["status"] == "running", timeout_s=120), open("var/test-worker.log").read()[-3000:]
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)

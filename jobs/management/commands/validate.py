@@ -7,7 +7,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.models import ValidationRun
-from jobs.services import METRICS, validation_run_create
+from jobs.services import validation_run_create
+from planner.result_schema import validated_fields
 from planner.selectors import plan_find
 
 
@@ -18,7 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("--plan", required=True, help="plan id")
         parser.add_argument("--rank", type=int, default=1)
         parser.add_argument("--trial", choices=ValidationRun.Trial.values, default="decode")
-        parser.add_argument("--queue", choices=ValidationRun.Queue.values, default="cpu")
+        parser.add_argument(
+            "--queue", choices=ValidationRun.Queue.values, default=None,
+            help="the worker queue; left out, the row's chip family's queue when a worker serves it (else an error naming the stand-ins)",
+        )  # fmt: skip
         parser.add_argument("--params", help='JSON, e.g. {"batch": 1, "prompt_tokens": 32, "decode_steps": 16, "max_layers": 2}')
         parser.add_argument("--wait", action="store_true")
         parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait with --wait")
@@ -34,7 +38,8 @@ class Command(BaseCommand):
             raise CommandError(f"params: not JSON ({exc})") from None
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from None
-        self.stdout.write(f"queued validation run {run.pk} ({trial} of rank {rank} on the {queue} queue)")
+        stand_in = ", a stand-in for the row's chip" if run.stand_in else ""
+        self.stdout.write(f"queued validation run {run.pk} ({trial} of rank {rank} on the {run.queue} queue{stand_in})")
         if not wait:
             return
         deadline, last = time.monotonic() + timeout, None
@@ -52,7 +57,7 @@ class Command(BaseCommand):
         if run.status != ValidationRun.Status.SUCCEEDED:
             raise CommandError(f"run {run.pk} {run.status}: {run.failure_reason}")
         self.stdout.write(f"on {run.device_name} (catalog chip {run.matched_chip_slug or 'none'}):")
-        for metric in METRICS:
+        for metric in (f.name for f in validated_fields(run.trial)):
             predicted, measured = run.predicted.get(metric), run.measured.get(metric)
             if measured is None:
                 continue

@@ -32,6 +32,26 @@ def blocks_saved_by_early_stop(output_tokens: int, block_size: int, answer_token
     return math.ceil(output_tokens / block_size) - blocks_computed(output_tokens, block_size, answer_tokens)
 
 
+@dataclass(frozen=True)
+class BlockForwards:
+    """The forwards one sequence's generation runs after its prefill, as decode() costs them."""
+
+    blocks: int
+    denoising_forwards: float  # S_eff per block
+    commit_forwards: int  # one per block, writing its final KV
+
+    @property
+    def forwards(self) -> float:
+        return self.denoising_forwards + self.commit_forwards
+
+
+def forwards_per_generation(output_tokens: int, block_size: int, effective_steps: float,
+                            answer_tokens: int | None = None) -> BlockForwards:
+    """n_blk = blocks_computed(G, B, answer); S_eff denoising forwards and one commit per block."""
+    count = blocks_computed(output_tokens, block_size, answer_tokens)
+    return BlockForwards(blocks=count, denoising_forwards=count * effective_steps, commit_forwards=count)
+
+
 def focus_flop_scale(num_layers: int, focus_fraction: float) -> float:
     """FOCUS computes every position in the first 2 layers, then only a fraction f."""
     dense = min(FOCUS_DENSE_LAYERS, num_layers)
@@ -80,6 +100,15 @@ class BlockDiffusion:
             expected_answer_tokens=params.get("expected_answer_tokens"), focus_fraction=float(params.get("focus_fraction", 1.0)),
         )  # fmt: skip
 
+    def answer_tokens(self, output_tokens: int) -> int:
+        """Tokens delivered: the expected answer where EOS lands before the G asked for."""
+        out = max(output_tokens, 1)
+        return min(self.expected_answer_tokens or out, out)
+
+    def forwards(self, output_tokens: int) -> BlockForwards:
+        """The forwards decode() charges for `output_tokens` (early stop at expected_answer_tokens)."""
+        return forwards_per_generation(max(output_tokens, 1), self.block_size, self.effective_steps, self.expected_answer_tokens)
+
     def decode(self, inputs: DecodeInputs) -> DecodeOutcome:
         """Per block j (context C_j = P + j*B): S_eff denoising steps of
         b*(2*N*B + 4*L*H*d_h*B*(C_j + B)) FLOPs reading weights + b*(C_j + B) cached
@@ -87,8 +116,8 @@ class BlockDiffusion:
         model, hw, workload = inputs.model, inputs.hw, inputs.workload
         att = model.attention
         block, out = self.block_size, max(workload.output_tokens, 1)
-        answer = min(self.expected_answer_tokens or out, out)
-        count = blocks_computed(out, block, self.expected_answer_tokens)
+        answer = self.answer_tokens(out)
+        count = self.forwards(out).blocks
         scale = focus_flop_scale(model.num_layers, self.focus_fraction)
         b, s_eff = hw.batch_per_replica, self.effective_steps
 

@@ -20,6 +20,7 @@ from .registry import register
 # Leviathan et al. Table 3 reports alpha of roughly 0.6-0.9 for model drafts
 # (n-gram drafts score far lower); we assume 0.7 when nothing is given, and say so.
 DEFAULT_ACCEPTANCE_RATE = 0.7
+DEFAULT_ACCEPTANCE_SOURCE = "typical of model drafts in Leviathan et al., Table 3"
 
 
 @register
@@ -55,7 +56,7 @@ class Speculative:
     def acceptance(self) -> tuple[float, str | None]:
         return resolve_acceptance(
             acceptance_rate=self.acceptance_rate, mean_accepted_tokens=self.mean_accepted_tokens, draft_tokens=self.draft_tokens,
-            default=DEFAULT_ACCEPTANCE_RATE, why_default="typical of model drafts in Leviathan et al., Table 3",
+            default=DEFAULT_ACCEPTANCE_RATE, why_default=DEFAULT_ACCEPTANCE_SOURCE,
         )  # fmt: skip
 
     def _draft_arrays(self, inputs: DecodeInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

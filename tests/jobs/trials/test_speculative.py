@@ -24,3 +24,11 @@ def test_the_tiny_pair_trained_below_random_guessing(tiny_pair):
 def test_random_weights_stay_lossless_but_acceptance_is_flagged_meaningless():
     r = run_speculative_trial(dict(KINDS["dense_gqa"], num_layers=2), dtype="fp32", prompt_tokens=8, new_tokens=10, k=3)
     assert r["lossless"] is True and r["acceptance_meaningful"] is False and "random weights" in r["acceptance_note"]
+
+
+def test_the_draft_is_timed_alone_for_the_cost_ratio_the_speedup_formula_takes(tiny_pair):
+    target, draft, corpus = tiny_pair
+    r = run_speculative_trial(target=target, draft=draft, prompt=corpus.prompt(16), prompt_tokens=16, new_tokens=20, k=4, repeats=2)
+    assert r["draft_plain_time_s"] > 0 and r["draft_cost_ratio"] == r["draft_plain_time_s"] / r["plain_time_s"]
+    assert r["plain_token_time_s"] == r["plain_time_s"] / 20 and r["draft_token_time_s"] == r["draft_plain_time_s"] / 20
+    assert r["speculative_token_time_s"] == r["speculative_time_s"] / 20
