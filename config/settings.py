@@ -146,6 +146,10 @@ if DATABASE_URL:
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # A database that is unreachable (not refusing) fails a connect in seconds, not after the TCP timeout: a
+        # worker's timer (jobs/worker_steps.py) or a request is never held for minutes. A URL's own value wins.
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5, minimum=1))
 else:
     DATABASES = {
         "default": {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -24,24 +23,22 @@ from rest_framework.exceptions import APIException
 from accounts.ownership import may_manage
 from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, compare, explain, forms
-from frontend.templatetags.hwformat import format_as, gb, num, params, plain_percent, si, usd
+from frontend import validation_cards as cards
+from frontend.templatetags.hwformat import gb, num, params, si, usd
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.models import Chip, ModelArch, Offering
-from jobs import routing as jobs_routing
-from jobs import selectors as jobs_selectors
 from jobs import services as jobs_services
 from planner import fleet_services, plan_changes
 from planner import selectors as plans
 from planner import services as planner_services
 from planner import simulation_services
-from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.engine.units import DTYPES
 from planner.engine_profiles import serving_engines
 from planner.filters import PlanFilter
 from planner.fleet_serializers import FleetInputSerializer
 from planner.models import FleetPlan, Plan, SimulationRun
-from planner.result_schema import table_columns, validated_fields
+from planner.result_schema import table_columns
 from planner.serializers import PlanInputSerializer, PlanLabelsSerializer
 from planner.simulation_serializers import SimulationInputSerializer
 
@@ -49,106 +46,6 @@ PLANS_PER_PAGE = 20
 FLEETS_PER_PAGE = 20
 SIMULATIONS_PER_PAGE = 20
 MAX_COMPARED_CHIPS = 8  # columns that still fit 1,280 px beside the labels
-# What each trial measures, as the result fields declare it (planner/engine/fields.py: the estimate's validated fields for
-# a decode trial, TRIAL_FIELDS for the speculative and block-diffusion trials).
-VALIDATION_METRICS = {
-    trial: tuple((f.name, f.label, partial(format_as, kind=f.format)) for f in validated_fields(trial))
-    for trial in ("decode", "speculative", "block_diffusion")
-}
-
-
-# --- jobs (validation runs) -----------------------------------------------------------------
-def _validation_runs(plan: Plan) -> list[Any]:
-    return list(jobs_selectors.validation_run_list(plan=plan))
-
-
-def _validation_api_url(run_id) -> str:
-    return reverse("validation-detail", kwargs={"run_id": run_id})
-
-
-def validation_context(run) -> dict[str, Any]:
-    """A run plus its predicted-vs-measured rows, formatted for the partial."""
-    predicted, measured, errors = run.predicted or {}, run.measured or {}, run.error_percent or {}
-    rows = [
-        {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)), "error": plain_percent(errors.get(key))}
-        for key, label, fmt in VALIDATION_METRICS.get(run.trial, VALIDATION_METRICS["decode"])
-        if key in predicted or key in measured
-    ]
-    # What the numbers are of and where the predictions come from (the speculative trial's pair is not the plan's model).
-    notes = [text[0].upper() + text[1:].rstrip(".") + "." for text in (measured.get("note"), predicted.get("basis"))
-             if isinstance(text, str) and text]  # fmt: skip
-    active = run.status in ("queued", "running")
-    # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
-    jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
-    return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
-            "repetitions": _repetitions_note(measured), "what_ran": what_ran(run), "notes": notes}  # fmt: skip
-
-
-def validate_form_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:
-    """The validate form for the selected row: the trials its model runs, the queues with whether a worker serves
-    each now (the chip's own kind first, the others marked stand-in), the one chosen by default (the chip's own
-    when live, else a live stand-in, said so), and each queue's default trial parameters."""
-    model = ModelArch.objects.filter(slug=plan.model_slug).first()
-    choices = jobs_routing.queue_choices(chip_slug=row.get("chip_slug") or "")
-    native = next((c for c in choices if c["native"]), None)
-    live_stand_in = next((c for c in choices if c["live"] and not c["native"]), None)
-    chosen = native if native and native["live"] else live_stand_in or native or choices[0]
-    chip = row.get("chip_name") or row.get("chip_slug") or "this chip"
-    if native and native["live"]:
-        note = f"A worker with {native['device']} serves the {native['queue']} queue: the trial runs on the chip's own kind of device."
-    elif native:
-        note = f"No worker serves the {native['queue']} queue ({native['device']}) now: choose a stand-in, which runs a scaled copy on its own device and predicts for that device, not for {chip}."
-    else:
-        note = f"No worker can run {chip} (PyTorch has no trial backend for it here): choose a stand-in, which runs a scaled copy on its own device and predicts for that device."
-    return {
-        "trials": jobs_services.trials_for(model) if model else ["decode"], "queues": choices, "chosen_queue": chosen["queue"],
-        "note": note, "defaults": jobs_services.DEFAULT_PARAMS, "dtypes": ("fp32", "bf16", "fp16"), "chip": chip,
-    }  # fmt: skip
-
-
-def what_ran(run) -> str:
-    """What a finished trial really ran, in one sentence: the model whole or a scaled copy of it, in which dtype, on
-    which device, and whether that device stands in for the chip the plan's row is for (issue 14: a card that said only
-    "Ran on AMD EPYC" hid a 2-layer copy of a 70B model run for a Gaudi 3 row)."""
-    if not run.device_name:
-        return ""
-    measured, params, row = run.measured or {}, run.params or {}, run.configuration or {}
-    if run.trial == "speculative" and isinstance(measured.get("target"), dict):  # the tiny pair, not the plan's model
-        target, draft = measured["target"], measured.get("draft") or {}
-        return (f"Ran the tiny trained pair ({target.get('slug')}, {target.get('layers')} layers; {draft.get('slug')}, "
-                f"{draft.get('layers')} layer(s)) on {run.device_name}, not {run.model_slug}.")  # fmt: skip
-    scaled = measured.get("scaled") or {}
-    dtype = measured.get("dtype") or params.get("dtype") or "its"
-    if scaled.get("layers_run") and scaled.get("layers_full"):
-        copy = f"a {scaled['layers_run']}-layer {dtype} scaled copy (of {scaled['layers_full']} layers) of {run.model_slug}"
-    else:
-        copy = f"the whole {run.model_slug} in {dtype}"
-    threads = measured.get("cpu_threads") if measured.get("device_type") == "cpu" else None
-    text = f"Ran {copy} on {run.device_name}" + (f" ({threads} thread{'s' if threads != 1 else ''})" if threads else "")
-    same_copy = "for the same scaled copy" if scaled.get("layers_run") else ""
-    planned = row.get("chip_slug")
-    if run.stand_in or (planned and planned != run.matched_chip_slug):
-        text += f", a stand-in for the planned {row.get('chip_name') or planned}: the predictions beside it are this device's"
-        text += f", {same_copy}" if same_copy else ""
-    elif same_copy:
-        text += f": the predictions beside it are {same_copy} on this device"
-    fitted = measured.get("fitted_to_memory") or []
-    return text + "." + (f" Fitted to the worker's memory: {'; '.join(fitted)}." if fitted else "")
-
-
-def _repetitions_note(measured: dict[str, Any]) -> str:
-    """How steady the measurement was: the repetitions timed and their spread (a calibration leaves out a run over 25%)."""
-    reps = measured.get("repetitions")
-    if not reps or reps < 2:
-        return ""
-    note = f"Medians of {reps} timed repetitions after the warm-up; TPOT spread {plain_percent(100 * (measured.get('tpot_spread') or 0.0))}"
-    if measured.get("ttft_spread") is not None:
-        note += f", TTFT spread {plain_percent(100 * measured['ttft_spread'])}"
-    if (measured.get("tpot_spread") or 0.0) > MAX_RUN_SPREAD:
-        note += f" (over {MAX_RUN_SPREAD:.0%}: too noisy, the calibration leaves this run out)"
-    return note + "."
-
-
 # --- plan form --------------------------------------------------------------------------------
 def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
     models = list(catalog.model_list())
@@ -312,10 +209,10 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     view = "all" if request.GET.get("view") == "all" else "best"
     chip_count = _group_by_chip(table, hide_others=view == "best", selected_rank=selected_rank)
     page_rows, ranking_page = _ranking_page(request, table, view=view, selected_rank=selected_rank)
-    runs = [validation_context(run) for run in _validation_runs(plan)]
+    runs = [cards.validation_context(run) for run in cards.validation_runs(plan)]
     selected_row = ranked[selected_rank - 1] if ranked else {}
     return render(request, "frontend/plan_detail.html", {
-        "validate_form": validate_form_context(plan, selected_row) if ranked else None,
+        "validate_form": cards.validate_form_context(plan, selected_row) if ranked else None,
         "plan": plan,
         "results": results,
         "workload": (plan.inputs or {}).get("workload", {}),
@@ -399,10 +296,10 @@ def validation_start(request: HttpRequest, plan_id) -> HttpResponse:
 @require_GET
 def validation_fragment(request: HttpRequest, plan_id, run_id) -> HttpResponse:
     plan = _plan_or_404(plan_id)
-    run = next((r for r in _validation_runs(plan) if r.id == run_id), None)
+    run = next((r for r in cards.validation_runs(plan) if r.id == run_id), None)
     if run is None:
         raise Http404("No validation run with that id for this plan.")
-    return render(request, "frontend/_validation.html", {"v": validation_context(run), "plan": plan})
+    return render(request, "frontend/_validation.html", {"v": cards.validation_context(run), "plan": plan})
 
 
 @require_GET

@@ -167,6 +167,32 @@ def chip_create_measured(*, values: dict[str, Any]) -> Chip:
     return chip
 
 
+# A measured device's figures a probe can raise: each is "achieved, best of a short run", so a probe taken while
+# the machine was busy reads low, and the least disturbed one seen is the device's.
+PROBED_PEAKS = ("memory_bandwidth_bytes_per_s", "peak_fp32_flops_per_s", "peak_bf16_flops_per_s")
+
+
+@transaction.atomic
+def measured_device_record(*, values: dict[str, Any]) -> Chip:
+    """The measured device for a probe (chip_create_measured the first time); an existing one keeps, for each probed
+    figure, the higher of what it had and this probe's (a worker probes at every CPU trial: one taken under load
+    no longer fixes the device's peaks for good), and its sources say when it was last raised."""
+    chip = Chip.objects.select_for_update().filter(slug=values["slug"]).first()
+    if chip is None:
+        return chip_create_measured(values=values)
+    if not chip.measured:  # a catalog row of that name: its sourced figures are never overwritten by a probe
+        return chip
+    raised = [name for name in PROBED_PEAKS if values.get(name) and values[name] > (getattr(chip, name) or 0.0)]
+    if not raised:
+        return chip
+    for name in raised:
+        setattr(chip, name, values[name])
+    first = (chip.sources or [""])[0]
+    chip.sources = [first, f"raised on {dt.date.today().isoformat()} to a later probe's best ({', '.join(raised)}): {values['sources'][0]}"]
+    chip.save(update_fields=[*raised, "sources"])
+    return chip
+
+
 class CatalogRowInUse(Exception):
     """A delete refused because something stored uses the row; the message says what, and what to do."""
 

@@ -78,7 +78,7 @@ def route(*, chip_slug: str, requested: str | None, live: set[str] | None = None
         return Route(queue=requested, stand_in=stand_in, native_queue=native, reason=why)
     live = live_queues() if live is None else live
     if native is not None and native in live:
-        return Route(queue=native, stand_in=False, native_queue=native, reason="the chip's own kind of device")
+        return Route(queue=native, stand_in=False, native_queue=native, reason=f"a worker of the {native} queue ({QUEUE_DEVICES[native]}), the chip's own kind of device")
     if native is None:
         missing = f"No worker can run {_family(chip, chip_slug)}: PyTorch has no trial backend for it here"
     else:
@@ -87,15 +87,23 @@ def route(*, chip_slug: str, requested: str | None, live: set[str] | None = None
         choices = "; ".join(f"{q} ({QUEUE_DEVICES[q]})" for q in sorted(live))
         hint = f". Choose a stand-in queue: {choices}; it runs a scaled copy on its own device and predicts for that device"
     else:
-        hint = ". No worker is running on any queue: start one (docs/reliability.md) or name a queue to wait for its worker"
+        hint = ". No worker is running on any queue: start one (the README's docker-compose section) or name a queue to wait for its worker"
     return Route(queue=None, stand_in=False, native_queue=native, reason=missing + hint + ".")
 
 
-def queue_choices(*, chip_slug: str, live: set[str] | None = None) -> list[dict[str, object]]:
-    """The queues a user may run a row's trial on, for a form: each with whether a worker serves it now and
-    whether it is the chip's own kind of device (else a stand-in); the chip's own queue first."""
-    chip = Chip.objects.filter(slug=chip_slug).first() if chip_slug else None
-    native = queue_for_chip(chip)
+@dataclass(frozen=True, kw_only=True)
+class QueueChoice:
+    queue: str
+    device: str  # what its workers run trials on
+    live: bool  # a worker serves it now
+    native: bool  # the row's chip's own kind of device (else a stand-in)
+
+
+def queue_choices(*, chip_slug: str, live: set[str] | None = None) -> tuple[list[QueueChoice], Route]:
+    """The queues a user may run a row's trial on, for a form (the chip's own first, then the live ones), and the
+    route a request naming none would take: its queue (None when refused) and its reason."""
     live = live_queues() if live is None else live
-    order = sorted(Queue.values, key=lambda q: (q != native, q not in live, q))
-    return [{"queue": q, "device": QUEUE_DEVICES[q], "live": q in live, "native": q == native} for q in order]
+    routed = route(chip_slug=chip_slug, requested=None, live=live)
+    order = sorted(Queue.values, key=lambda q: (q != routed.native_queue, q not in live, q))
+    choices = [QueueChoice(queue=q, device=QUEUE_DEVICES[q], live=q in live, native=q == routed.native_queue) for q in order]
+    return choices, routed

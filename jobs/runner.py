@@ -40,12 +40,10 @@ def _chip_for(device: str) -> tuple[Chip | None, dict[str, Any]]:
     info = detect_device(device)
     slug = info.get("matched_chip")
     chip = Chip.objects.filter(slug=slug).first() if slug else None
-    if chip is None and device == "cpu":
+    if (chip is None or chip.measured) and device == "cpu":
         probe = probe_cpu()
-        values = generic_cpu_chip(probe)
-        existing = Chip.objects.filter(slug=values["slug"]).first()
-        chip = existing or catalog_services.chip_create_measured(values=values)
-        info = {**info, "probe": probe, "matched_chip": chip.slug, "matched_by": "measured probe (generic catalog entry)"}
+        chip = catalog_services.measured_device_record(values=generic_cpu_chip(probe))
+        info = {**info, "probe": probe, "matched_chip": chip.slug, "matched_by": "measured probe (the best of this device's probes)"}
     return chip, info
 
 
@@ -56,6 +54,19 @@ def _peaks(chip: Chip | None, dtype: str) -> tuple[float | None, float | None]:
     return chip.memory_bandwidth_bytes_per_s, peaks.get(dtype) or peaks.get("fp32")
 
 
+def _mfu_for_dtype_run(result: dict[str, Any], chip: Chip | None, *, asked: str) -> None:
+    """A trial fitted to memory in another dtype than asked (bf16 for fp32) is measured against that dtype's
+    peak: its MFU figures (the whole-window comparison's too) are recomputed in place."""
+    if result.get("dtype") in (None, asked):
+        return
+    _bandwidth, flops = _peaks(chip, result["dtype"])
+    for part in (result, *(v for v in result.values() if isinstance(v, dict) and "achieved_flops_per_s" in v)):
+        part["peak_flops_per_s"] = flops
+        part["mfu"] = part["achieved_flops_per_s"] / flops if flops else None
+        if "prefill_achieved_flops_per_s" in part:
+            part["prefill_mfu"] = part["prefill_achieved_flops_per_s"] / flops if flops else None
+
+
 def _decode(run: ValidationRun, model: ModelArch, device: str, chip: Chip | None, progress) -> dict[str, Any]:
     p = run.params
     bandwidth, flops = _peaks(chip, p["dtype"])
@@ -64,11 +75,7 @@ def _decode(run: ValidationRun, model: ModelArch, device: str, chip: Chip | None
         decode_steps=p["decode_steps"], compile=p.get("compile"), peak_bandwidth_bytes_per_s=bandwidth, peak_flops_per_s=flops,
         max_layers=p.get("max_layers"), repetitions=p.get("repetitions", DEFAULT_REPETITIONS), progress=progress,
     )  # fmt: skip
-    if r["dtype"] != p["dtype"]:  # fitted to memory in another dtype: its own peak, not the one asked for
-        _bandwidth, flops = _peaks(chip, r["dtype"])
-        r["peak_flops_per_s"] = flops
-        r["mfu"] = r["achieved_flops_per_s"] / flops if flops else None
-        r["prefill_mfu"] = r["prefill_achieved_flops_per_s"] / flops if flops else None
+    _mfu_for_dtype_run(r, chip, asked=p["dtype"])
     return {**r, "tokens_per_s_per_user": r["tokens_per_s_per_sequence"], "output_tokens_per_s_total": r["tokens_per_s_total"]}
 
 
@@ -85,13 +92,16 @@ def _speculative(run: ValidationRun, model: ModelArch, device: str, progress) ->
     return {**r, "note": f"acceptance measured on the tiny trained pair, not on {model.slug} (random weights would say nothing)"}
 
 
-def _block_diffusion(run: ValidationRun, model: ModelArch, device: str, flops, progress) -> dict[str, Any]:
+def _block_diffusion(run: ValidationRun, model: ModelArch, device: str, chip: Chip | None, progress) -> dict[str, Any]:
     p = run.params
-    return run_block_diffusion_trial(
+    _bandwidth, flops = _peaks(chip, p["dtype"])
+    r = run_block_diffusion_trial(
         model_description(model), device=device, dtype=p["dtype"], batch=p["batch"], prompt_tokens=p["prompt_tokens"],
         gen_length=p["decode_steps"], block_size=p.get("block_size"), steps=p.get("steps"), threshold=p.get("threshold"),
         peak_flops_per_s=flops, max_layers=p.get("max_layers"), progress=progress,
     )  # fmt: skip
+    _mfu_for_dtype_run(r, chip, asked=p["dtype"])
+    return r
 
 
 def run_trial(*, run: ValidationRun, progress) -> Outcome:
@@ -100,13 +110,12 @@ def run_trial(*, run: ValidationRun, progress) -> Outcome:
     progress(0.0, f"detecting the {device} device")
     chip, info = _chip_for(device)
     model = ModelArch.objects.get(slug=run.model_slug)
-    bandwidth, flops = _peaks(chip, run.params["dtype"])
     if run.trial == ValidationRun.Trial.DECODE:
         measured = _decode(run, model, device, chip, progress)
     elif run.trial == ValidationRun.Trial.SPECULATIVE:
         measured = _speculative(run, model, device, progress)
     else:
-        measured = _block_diffusion(run, model, device, flops, progress)
+        measured = _block_diffusion(run, model, device, chip, progress)
     scaled = measured.get("scaled") or {}
     environment = {key: measured.get(key) for key in ("device_type", "device_name", "torch_version", "cuda_version", "driver_version",
                                                        "python_version", "platform", "compile_used", "cuda_graphs_used")}  # fmt: skip

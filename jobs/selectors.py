@@ -54,3 +54,13 @@ def jobs_health() -> dict[str, Any]:
         problems.append(f"No worker heartbeat for over {stale_after_s} s (last {seen}): queued validations wait until a worker runs.")
     return {"ok": not problems, "problems": problems, "recovery_sweep_age_s": sweep_age_s, "worker_heartbeat_age_s": worker_age_s,
             "stale_after_s": stale_after_s}  # fmt: skip
+
+
+# The trials each kind of model can run (a speculative trial needs an autoregressive target).
+TRIAL_MODEL_KINDS = {"decode": ("autoregressive", "diffusion", "block_diffusion"), "speculative": ("autoregressive",),
+                     "block_diffusion": ("block_diffusion", "diffusion", "autoregressive")}  # fmt: skip
+
+
+def trials_for(model) -> list[str]:
+    """The trials a catalog model (a ModelArch) can run, in TRIAL_MODEL_KINDS' order."""
+    return [trial for trial, kinds in TRIAL_MODEL_KINDS.items() if model.generation_kind in kinds]

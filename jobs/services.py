@@ -24,6 +24,7 @@ from django.utils import timezone
 from accounts.ownership import ensure_may_manage
 from hwcatalog.models import Chip, ModelArch
 from jobs import routing, selectors
+from jobs.selectors import TRIAL_MODEL_KINDS
 from jobs.models import ScheduleClaim, ScheduledTaskRun, ValidationRun, WorkerHeartbeat, WorkerQueues
 from planner import calibrations
 from planner.models import Plan
@@ -68,6 +69,11 @@ def worker_queues_record(*, hostname: str, queues: list[str]) -> None:
     WorkerQueues.objects.update_or_create(hostname=hostname[:255], defaults={"queues": ",".join(queues)[:200], "seen_at": timezone.now()})
 
 
+def worker_queues_forget(*, hostname: str) -> None:
+    """A worker that stops takes its queues with it: nothing more is routed to them."""
+    WorkerQueues.objects.filter(hostname=hostname[:255]).delete()
+
+
 def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: ModelArch) -> dict[str, Any]:
     if params is not None and not isinstance(params, dict):
         raise ValidationError({"params": "Must be an object."})
@@ -93,15 +99,6 @@ def _clean_params(trial: str, queue: str, params: dict[str, Any] | None, model: 
     if trial == "block_diffusion":
         merged.setdefault("block_size", model.default_block_size or 32)
     return merged
-
-
-# The trials each kind of model can run (a speculative trial needs an autoregressive target).
-TRIAL_MODEL_KINDS = {"decode": ("autoregressive", "diffusion", "block_diffusion"), "speculative": ("autoregressive",),
-                     "block_diffusion": ("block_diffusion", "diffusion", "autoregressive")}  # fmt: skip
-
-
-def trials_for(model: ModelArch) -> list[str]:
-    return [trial for trial, kinds in TRIAL_MODEL_KINDS.items() if model.generation_kind in kinds]
 
 
 def _trial_for(model: ModelArch, trial: str) -> None:

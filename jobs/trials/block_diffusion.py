@@ -154,6 +154,9 @@ def whole_window_generate(model: Transformer, prompt: Tensor, *, gen_length: int
     return tokens, {"forwards": forwards, "flops": flops, "tokens_committed": _count_until_eos(tokens, eos_id)}
 
 
+BLOCK_ROOM_TOKENS = 64  # cache room for the last block when the block size is not known before the model is built
+
+
 def run_block_diffusion_trial(
     model_desc: ModelConfig | Mapping[str, Any] | None = None,
     *,
@@ -183,21 +186,21 @@ def run_block_diffusion_trial(
     progress = progress or no_progress
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     info: dict[str, Any] = {"approximations": [], "scaled": None}
-    max_seq = prompt_tokens + gen_length + (block_size or 64)
+    # The cache holds the prompt, the generation rounded up to whole blocks (at most one block more) and that block.
+    block_room = block_size or BLOCK_ROOM_TOKENS
+    max_seq = prompt_tokens + gen_length + block_room
     progress(0.0, "building the model")
     if model is None:
         if model_desc is None:
             raise ValueError("give a model or a model description")
         # Too large for the memory: fewer layers, then bf16 for fp32, then a shorter prompt and generation (jobs/trials/memory.py).
-        fit = fit_trial(as_config(model_desc), device=dev, dtype=dt, batch=batch, prompt_tokens=prompt_tokens,
-                        decode_steps=gen_length + (block_size or 64), max_bytes=max_bytes, max_layers=max_layers)  # fmt: skip
-        if fit.adjustments:
-            dt, prompt_tokens = fit.dtype, fit.prompt_tokens
-            gen_length = max(1, fit.decode_steps - (block_size or 64))
-            max_seq = prompt_tokens + gen_length + (block_size or 64)
+        fit = fit_trial(as_config(model_desc), device=dev, dtype=dt, batch=batch, prompt_tokens=prompt_tokens, decode_steps=gen_length,
+                        reserved_tokens=block_room, max_bytes=max_bytes, max_layers=max_layers)  # fmt: skip
+        dt, prompt_tokens, gen_length = fit.dtype, fit.prompt_tokens, fit.decode_steps
+        max_seq = prompt_tokens + gen_length + block_room
         info["fitted_to_memory"] = fit.adjustments
         pm = prepare_model(model_desc, device=dev, dtype=dt, batch=batch, max_seq=max_seq, seed=seed,
-                           max_bytes=max_bytes, max_layers=max_layers)
+                           max_bytes=fit.budget_bytes, max_layers=max_layers)
         model = pm.model
         info.update(pm.info)
     else:

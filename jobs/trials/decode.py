@@ -148,7 +148,7 @@ def run_decode_trial(
     max_seq = prompt_tokens + decode_steps
     progress(0.0, "building the model" + (f" ({'; '.join(fit.adjustments)})" if fit.adjustments else ""))
     pm = prepare_model(model_desc, device=dev, dtype=dt, batch=batch, max_seq=max_seq, seed=seed,
-                       max_bytes=max_bytes, max_layers=max_layers, weights_path=weights_path)
+                       max_bytes=fit.budget_bytes, max_layers=max_layers, weights_path=weights_path)
     model, cfg = pm.model, pm.run
     prompt = random_prompt(cfg.vocab_size, batch, prompt_tokens, seed, dev)
     prompt_pos = torch.arange(prompt_tokens, device=dev)

@@ -78,22 +78,24 @@ class TrialFit:
     dtype: torch.dtype
     prompt_tokens: int
     decode_steps: int
+    budget_bytes: float  # the budget the fit was checked against: build the model against the same one
     adjustments: list[str]  # what was changed from the request to fit, in words (empty: nothing)
 
 
 def fit_trial(cfg: ModelConfig, *, device: torch.device, dtype: torch.dtype, batch: int, prompt_tokens: int, decode_steps: int,
-              max_bytes: float | None = None, max_layers: int | None = None) -> TrialFit:  # fmt: skip
+              reserved_tokens: int = 0, max_bytes: float | None = None, max_layers: int | None = None) -> TrialFit:  # fmt: skip
     """The trial as asked when one layer of it fits the memory budget; otherwise the same trial at half precision
     (bf16 for fp32), then with the prompt and the decode run halved in turn down to MIN_TOKENS each, before giving
     up with plan_layers' sentence (issue 14: a 70B model's embeddings and head alone outgrow an fp32 budget on a
-    24 GB machine, while the bf16 copy of the same two layers fits). Layers are scaled down by plan_layers itself."""
+    24 GB machine, while the bf16 copy of the same two layers fits). Layers are scaled down by plan_layers itself.
+    `reserved_tokens` are cache positions the trial needs beyond prompt + decode (a block-diffusion block)."""
     budget, source = memory_budget_bytes(device, max_bytes)
     adjustments: list[str] = []
 
     def fits(dt: torch.dtype, prompt: int, steps: int) -> bool:
         try:
-            plan_layers(cfg, batch=batch, max_seq=prompt + steps, bytes_per_el=torch.empty((), dtype=dt).element_size(),
-                        budget_bytes=budget, max_layers=max_layers)  # fmt: skip
+            plan_layers(cfg, batch=batch, max_seq=prompt + steps + reserved_tokens, budget_bytes=budget, max_layers=max_layers,
+                        bytes_per_el=torch.empty((), dtype=dt).element_size())  # fmt: skip
         except ValueError:
             return False
         return True
@@ -108,5 +110,5 @@ def fit_trial(cfg: ModelConfig, *, device: torch.device, dtype: torch.dtype, bat
         else:
             decode_steps = max(MIN_TOKENS, decode_steps // 2)
     if (prompt_tokens, decode_steps) != asked:
-        adjustments.append(f"a {asked[0]}-token prompt and {asked[1]} steps did not fit: ran {prompt_tokens} and {decode_steps}")
-    return TrialFit(dtype=dtype, prompt_tokens=prompt_tokens, decode_steps=decode_steps, adjustments=adjustments)
+        adjustments.append(f"a {asked[0]}-token prompt and {asked[1]} new tokens did not fit: ran {prompt_tokens} and {decode_steps}")
+    return TrialFit(dtype=dtype, prompt_tokens=prompt_tokens, decode_steps=decode_steps, budget_bytes=budget, adjustments=adjustments)

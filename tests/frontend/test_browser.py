@@ -270,9 +270,16 @@ def test_validate_a_configuration_and_watch_it_finish(signed_in_page):
         assert wait_for(lambda: "cpu" in live_queues(), timeout_s=90), "the worker never wrote its queues"
         page.goto(f"{page.base}/plans/{plan.id}/")
         page.click("#ranked-table tbody tr[data-rank='1'] a.validate-row")
-        # The form offers the trial parameters; with no GPU worker up, the live CPU worker is chosen as a stand-in.
+        # The form offers the trial parameters; no GPU worker is up, so the user chooses the CPU one as a stand-in.
         page.wait_for_selector("#validate form")
+        assert page.locator("#validate-queue").input_value() == ""  # nothing chosen for the user
+        page.select_option("#validate-queue", "cpu")
         assert "a stand-in for" in page.locator("#validate-queue option:checked").text_content()
+        # Selecting another row hides the form (it is for row 1's chip) and says how to validate that one.
+        page.locator("#ranked-table tbody tr:visible").nth(1).locator("td:nth-child(2)").click()
+        assert page.locator("#validate-fields").is_hidden() and page.locator("#validate-other").is_visible()
+        page.click("#ranked-table tbody tr[data-rank='1'] td:nth-child(2)")
+        assert page.locator("#validate-fields").is_visible()
         page.select_option("#validate select[name=dtype]", "bf16")
         page.fill("#validate input[name=decode_steps]", "8")
         shot(page, "validation-form")

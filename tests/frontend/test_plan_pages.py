@@ -104,7 +104,7 @@ def test_plan_compare_with_unknown_or_missing_ids_is_a_clear_error(client, chat_
 
 
 def test_a_validation_card_says_how_steady_its_repetitions_were():
-    from frontend.views import _repetitions_note
+    from frontend.validation_cards import _repetitions_note
 
     assert _repetitions_note({"repetitions": 5, "tpot_spread": 0.04, "ttft_spread": 0.1}) == (
         "Medians of 5 timed repetitions after the warm-up; TPOT spread 4.0%, TTFT spread 10.0%.")
@@ -140,7 +140,7 @@ def test_a_selected_configuration_is_shown_even_when_it_is_not_the_cheapest_of_i
 def test_a_validation_card_says_what_ran_a_scaled_copy_and_a_stand_in():
     from types import SimpleNamespace
 
-    from frontend.views import what_ran
+    from frontend.validation_cards import what_ran
 
     def run(**overrides):
         base = {"device_name": "AMD EPYC 9654 (32 cores)", "matched_chip_slug": "amd-epyc-9654", "model_slug": "llama-3.1-70b", "stand_in": False, "trial": "decode",

@@ -6,7 +6,7 @@ import datetime as dt
 
 from django.template.loader import render_to_string
 
-from frontend import views
+from frontend import validation_cards
 from hwcatalog.models import Chip, ModelArch
 from jobs.models import ValidationRun
 from jobs.services import _errors
@@ -27,7 +27,7 @@ def _finished(plan, trial: str, measured: dict, predicted: dict) -> ValidationRu
 
 
 def _card(plan, run) -> str:
-    return render_to_string("frontend/_validation.html", {"v": views.validation_context(run), "plan": plan})
+    return render_to_string("frontend/_validation.html", {"v": validation_cards.validation_context(run), "plan": plan})
 
 
 def _row(html: str, label: str) -> str:
@@ -62,6 +62,6 @@ def test_a_block_diffusion_card_sets_the_planners_forwards_and_time_beside_the_t
     per_forward = _row(html, "Tokens per forward (all sequences, tokens)")
     assert '"n">1.78</td>' in per_forward and '"n">2</td>' in per_forward
     time = _row(html, "Generation time, prefill included")
-    assert "12.3 s" in time and views.format_as(predicted["time_s"], "duration") in time
+    assert "12.3 s" in time and validation_cards.format_as(predicted["time_s"], "duration") in time
     assert "4.7%" in _row(html, "MFU (whole run)")
     assert "block_diffusion(B=32, S_eff=8)" in html and "one commit forward per block" in html

@@ -4,7 +4,7 @@ import datetime as dt
 
 from django.template.loader import render_to_string
 
-from frontend import views
+from frontend import validation_cards, views
 from jobs.models import ValidationRun
 
 
@@ -19,20 +19,20 @@ def test_a_finished_run_shows_predicted_and_measured_side_by_side(chat_plan):
         predicted={"tpot_s": 0.02, "mbu": 0.5}, measured={"tpot_s": 0.025, "mbu": 0.4}, error_percent={"tpot_s": 20.0, "mbu": 25.0},
         started_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), finished_at=dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.timezone.utc),
     )  # fmt: skip
-    html = render_to_string("frontend/_validation.html", {"v": views.validation_context(run), "plan": chat_plan})
+    html = render_to_string("frontend/_validation.html", {"v": validation_cards.validation_context(run), "plan": chat_plan})
     assert "20 ms" in html and "25 ms" in html and "20.0%" in html and "50.0%" in html and "40.0%" in html
     assert "<progress" not in html and "cpu: test" in html
 
 
 def test_a_failed_run_shows_its_reason_plainly(chat_plan):
     run = _run(chat_plan, status="failed", failure_reason="Out of memory allocating the KV cache.")
-    html = render_to_string("frontend/_validation.html", {"v": views.validation_context(run), "plan": chat_plan})
+    html = render_to_string("frontend/_validation.html", {"v": validation_cards.validation_context(run), "plan": chat_plan})
     assert "The trial failed:" in html and "Out of memory allocating the KV cache." in html
 
 
 def test_an_active_run_has_a_progress_bar_that_polls_the_api(chat_plan):
     run = _run(chat_plan, status="running", progress_percent=42, progress_message="decoding 42/100")
-    html = render_to_string("frontend/_validation.html", {"v": views.validation_context(run), "plan": chat_plan})
+    html = render_to_string("frontend/_validation.html", {"v": validation_cards.validation_context(run), "plan": chat_plan})
     assert 'value="42"' in html and f'data-api="/api/v1/validations/{run.id}/"' in html and "decoding 42/100" in html
 
 
@@ -48,7 +48,8 @@ def test_validate_links_to_a_form_with_the_trial_parameters_and_the_queues(ui_cl
     for field in ("trial", "queue", "dtype", "batch", "prompt_tokens", "decode_steps", "max_layers", "repetitions"):
         assert f'name="{field}"' in form, field
     # No worker serves the row's GPU: the form says so and offers the CPU queue as a stand-in, named as one.
-    assert "No worker serves the gpu queue" in form and "a stand-in for" in form
+    assert "No worker serves" in form and "(queue gpu:" in form and "a stand-in for" in form
+    assert 'option value="" selected disabled>Choose a worker queue' in form  # no stand-in is chosen for the user
 
 
 def test_validate_queues_a_run_on_the_chosen_stand_in_with_its_parameters(ui_client, chat_plan):

@@ -43,3 +43,26 @@ def test_the_catalog_pages_do_not_list_a_measured_device(catalog, client):
     device = chip_create_measured(values=PROBED)
     page = client.get("/catalog/")
     assert page.status_code == 200 and device.slug.encode() not in page.content
+
+
+def test_a_later_probe_raises_a_measured_device_to_its_best_and_never_lowers_it(db):
+    from hwcatalog.services import measured_device_record
+
+    first = measured_device_record(values={**PROBED, "peak_bf16_flops_per_s": 0.07e12})  # probed while the machine was busy
+    assert first.measured and first.peak_bf16_flops_per_s == 0.07e12
+    later = measured_device_record(values={**PROBED, "peak_bf16_flops_per_s": 0.75e12, "memory_bandwidth_bytes_per_s": 30e9,
+                                           "sources": ["a later probe"]})  # fmt: skip
+    assert later.pk == first.pk and later.peak_bf16_flops_per_s == 0.75e12
+    assert later.memory_bandwidth_bytes_per_s == 40e9  # lower this time: kept
+    assert later.sources[0] == PROBED["sources"][0] and "peak_bf16_flops_per_s" in later.sources[1] and "a later probe" in later.sources[1]
+    busy = measured_device_record(values={**PROBED, "peak_bf16_flops_per_s": 0.03e12})
+    assert busy.peak_bf16_flops_per_s == 0.75e12
+
+
+def test_a_probe_never_overwrites_a_sourced_catalog_chip(catalog):
+    from hwcatalog.models import Chip
+    from hwcatalog.services import measured_device_record
+
+    chip = Chip.objects.get(slug="amd-epyc-9654")
+    kept = measured_device_record(values={**PROBED, "slug": chip.slug, "peak_fp32_flops_per_s": 99e12})
+    assert kept.pk == chip.pk and kept.peak_fp32_flops_per_s == chip.peak_fp32_flops_per_s and not kept.measured

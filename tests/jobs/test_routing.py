@@ -10,8 +10,8 @@ from config.celery import app
 from hwcatalog.models import Chip
 from jobs import routing
 from jobs.models import ValidationRun, WorkerQueues
-from jobs.services import validation_run_create, worker_queues_record
-from jobs.worker_steps import QueueHeartbeat, consumed_queues
+from jobs.services import validation_run_create, worker_queues_forget, worker_queues_record
+from jobs.worker_steps import QueueHeartbeat, consumed_queues, servable
 
 pytestmark = pytest.mark.django_db
 
@@ -87,20 +87,35 @@ def test_the_api_routes_and_reports_the_stand_in(small_plan, token_client):
     assert chosen.status_code == 201 and chosen.json()["stand_in"] is True
 
 
-def test_the_form_offers_the_chips_own_queue_first_and_marks_the_rest(catalog):
+def test_the_form_offers_the_chips_own_queue_first_and_chooses_no_stand_in_for_the_user(catalog):
     _worker("cpu@host", "cpu")
-    choices = routing.queue_choices(chip_slug="nvidia-h100-sxm")
-    assert [c["queue"] for c in choices] == ["gpu", "cpu", "rocm"]
-    assert choices[0] == {"queue": "gpu", "device": routing.QUEUE_DEVICES["gpu"], "live": False, "native": True}
-    assert choices[1]["live"] and not choices[1]["native"]
+    choices, routed = routing.queue_choices(chip_slug="nvidia-h100-sxm")
+    assert [c.queue for c in choices] == ["gpu", "cpu", "rocm"]
+    assert choices[0] == routing.QueueChoice(queue="gpu", device=routing.QUEUE_DEVICES["gpu"], live=False, native=True)
+    assert choices[1].live and not choices[1].native
+    assert routed.queue is None and "Choose a stand-in queue: cpu" in routed.reason
+    _worker("gpu@host", "gpu")
+    assert routing.queue_choices(chip_slug="nvidia-h100-sxm")[1].queue == "gpu"
 
 
-def test_a_worker_records_the_queues_it_consumes(db):
+def test_a_worker_records_the_queues_it_consumes_and_forgets_them_when_it_stops(db):
     worker_queues_record(hostname="gpu@host", queues=["cpu", "gpu"])
     worker_queues_record(hostname="gpu@host", queues=["gpu"])
     record = WorkerQueues.objects.get(hostname="gpu@host")
     assert record.queues == "gpu" and record.seen_at is not None
     assert routing.live_queues() == {"gpu"}
+    worker_queues_forget(hostname="gpu@host")
+    assert routing.live_queues() == set()
+
+
+@pytest.mark.parametrize(("device", "served"), [
+    ({"cuda": True, "hip": None}, ["cpu", "gpu"]),  # CUDA torch on an NVIDIA GPU
+    ({"cuda": True, "hip": "6.2"}, ["cpu", "rocm"]),  # a ROCm build on an AMD GPU
+    ({"cuda": False, "hip": None}, ["cpu"]),  # the CPU build, or no GPU: consumed, never routed to
+    (None, ["cpu"]),  # torch could not be asked
+])  # fmt: skip
+def test_a_worker_advertises_a_gpu_queue_only_where_its_torch_drives_that_gpu(device, served):
+    assert servable(["cpu", "gpu", "rocm"], torch_device=device) == served
 
 
 def test_the_worker_step_reads_the_queues_named_on_the_command_line():
@@ -112,3 +127,39 @@ def test_the_worker_step_reads_the_queues_named_on_the_command_line():
     finally:
         queues._consume_from = before
     assert QueueHeartbeat in app.steps["worker"]
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def call_repeatedly(self, seconds, fn, args, priority=0):
+        self.calls.append((seconds, fn, args))
+        return self
+
+    def cancel(self) -> None:
+        self.calls.clear()
+
+
+def test_the_worker_step_writes_on_start_on_each_tick_and_survives_a_database_error(db, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr("jobs.worker_steps._torch_device", lambda: {"cuda": False, "hip": None})
+    monkeypatch.setattr("django.db.close_old_connections", lambda: None)  # the test's own connection stays open
+    queues = app.amqp.queues
+    before = queues._consume_from
+    queues.select(["cpu", "gpu"])
+    worker = SimpleNamespace(app=app, hostname="w@host", timer=_Timer())
+    try:
+        step = QueueHeartbeat.__new__(QueueHeartbeat)  # as Celery's blueprint makes it, without a whole worker
+        step.entry, step.queues = None, []
+        step.start(worker)
+    finally:
+        queues._consume_from = before
+    assert WorkerQueues.objects.get(hostname="w@host").queues == "cpu"  # gpu consumed, but torch has no GPU here
+    seconds, tick, args = worker.timer.calls[0]
+    assert seconds == routing.QUEUES_EVERY_S
+    monkeypatch.setattr("jobs.services.worker_queues_record", lambda **kw: (_ for _ in ()).throw(RuntimeError("database down")))
+    tick(*args)  # logged, not raised: the worker keeps running
+    step.stop(worker)
+    assert not WorkerQueues.objects.exists() and not worker.timer.calls

@@ -32,7 +32,7 @@ def blocks_saved_by_early_stop(output_tokens: int, block_size: int, answer_token
     return math.ceil(output_tokens / block_size) - blocks_computed(output_tokens, block_size, answer_tokens)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BlockForwards:
     """The forwards one sequence's generation runs after its prefill, as decode() costs them."""
 

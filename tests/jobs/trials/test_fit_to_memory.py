@@ -51,7 +51,7 @@ def test_the_sequence_is_halved_when_even_bf16_cannot_hold_its_kv_cache():
     fit = fit_trial(cfg, device=CPU, dtype=torch.bfloat16, batch=8, prompt_tokens=90_000, decode_steps=10_000, max_bytes=budget)
     assert fit.dtype == torch.bfloat16 and fit.prompt_tokens < 90_000
     plan_layers(cfg, batch=8, max_seq=fit.prompt_tokens + fit.decode_steps, bytes_per_el=2, budget_bytes=budget)  # now fits
-    assert "a 90000-token prompt and 10000 steps did not fit" in fit.adjustments[-1]
+    assert "a 90000-token prompt and 10000 new tokens did not fit" in fit.adjustments[-1]
 
 
 def test_a_trial_that_cannot_fit_at_all_still_fails_with_a_sentence_a_person_can_act_on():
@@ -78,3 +78,20 @@ def test_a_block_diffusion_trial_fits_itself_too():
     r = run_block_diffusion_trial(KINDS["dense_gqa"], dtype="fp32", prompt_tokens=8, gen_length=8, block_size=4, steps=2,
                                   max_bytes=budget, compare_whole_window=False)  # fmt: skip
     assert r["dtype"] == "bf16" and r["fitted_to_memory"][0].startswith("fp32 did not fit")
+
+
+def test_a_block_diffusion_trial_shrinks_its_prompt_and_generation_around_a_block_it_keeps():
+    from jobs.trials.block_diffusion import run_block_diffusion_trial
+    from jobs.trials.costs import kv_elements_per_token
+
+    cfg = ModelConfig.from_dict(KINDS["dense_gqa"])
+
+    def need_bytes(tokens: int) -> float:  # one bf16 layer at batch 8 with a cache of `tokens`
+        kv_layer = 8 * tokens * kv_elements_per_token(cfg) / cfg.num_layers * 2
+        return _one_layer_need_bytes(cfg, 2) + kv_layer * ACTIVATION_SLACK
+
+    # A 512-token block must stay whole; the 512-token prompt and 64-token generation beside it must shrink.
+    r = run_block_diffusion_trial(KINDS["dense_gqa"], dtype="bf16", batch=8, prompt_tokens=512, gen_length=64, block_size=512,
+                                  steps=8, max_bytes=need_bytes(812), compare_whole_window=False)  # fmt: skip
+    assert r["prompt_tokens"] + r["gen_length"] + 512 <= 812 and r["gen_length"] >= 1
+    assert "did not fit" in r["fitted_to_memory"][-1]

@@ -155,6 +155,7 @@
       if (on && fromChart) tr.scrollIntoView({ block: "nearest" });
     });
     updateDetails();
+    syncValidateForm(rank);
     if (charts.memory) { charts.memory.data.datasets = memoryDatasets(rowByRank(rank)); charts.memory.update(); }
     if (charts.roofline) {
       var row = rowByRank(rank);
@@ -167,6 +168,17 @@
       params.set("rank", rank);
       history.replaceState(null, "", "?" + params.toString() + location.hash);
     }
+  }
+
+  // The validate form is for the row the page was opened on (its queues depend on that row's chip): selecting
+  // another row hides it and says how to validate that one, rather than leaving a form for a row not selected.
+  function syncValidateForm(rank) {
+    var section = document.getElementById("validate");
+    if (!section) return;
+    var same = Number(section.dataset.rank) === rank;
+    var fields = document.getElementById("validate-fields"), other = document.getElementById("validate-other");
+    if (fields) fields.hidden = !same;
+    if (other) other.hidden = same;
   }
 
   function initTable() {
