@@ -15,7 +15,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from jobs import services
 from jobs.models import ScheduledTaskRun, ValidationRun, WorkerHeartbeat
 from jobs.schedules import ensure_default_schedules
-from jobs.services import validation_run_create, validation_runs_recover
+from jobs.services import validation_run_create, validation_runs_recover, worker_queues_record
 
 
 @pytest.fixture
@@ -119,6 +119,9 @@ def test_a_waiting_run_in_the_ui_says_the_beat_has_stopped(small_plan, client):
     assert "The recovery sweep has never run" in page.content.decode()
     ScheduledTaskRun.objects.create(name=ScheduledTaskRun.RECOVERY_SWEEP, last_run_at=timezone.now())
     WorkerHeartbeat.objects.create(hostname="cpu@host", seen_at=timezone.now())
+    # The beat and a worker are fine, but no worker has said it serves the run's queue: the card says so.
+    assert "No worker serves the cpu queue now" in client.get(f"/plans/{small_plan.pk}/validations/{run.pk}/").content.decode()
+    worker_queues_record(hostname="cpu@host", queues=["cpu"])
     assert "jobs-warning" not in client.get(f"/plans/{small_plan.pk}/validations/{run.pk}/").content.decode()
 
 
