@@ -256,14 +256,14 @@ class _Silicon:
                     "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
                     "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
                     "decode_bound": est.decode.bound, "efficiency_source": source or est.efficiency_source,
-                    "_parts": _parts(est, predicted, self.specs[key][1], self.calibration)
+                    "_parts": _parts(est, predicted, *self.specs[key], self.calibration)
                     | ({"staggered": predict_metric(metric, staggered) if metric == "ttft_s" else predicted,
                         "in_step": predict_metric(metric, in_step) if metric == "ttft_s" else predicted} if shares else {}),
                 })  # fmt: skip
         return rows, unpredicted
 
 
-def _parts(est, predicted: float, chip_spec, calibration) -> dict[str, float]:
+def _parts(est, predicted: float, model_spec, chip_spec, calibration) -> dict[str, float]:
     """The pieces of one prediction that fit.surrogate rescales (at the factors the estimate used)."""
     used = resolve_efficiency(chip_spec, est.weight_dtype, calibration=calibration)
     d, p = est.decode, est.prefill
@@ -274,7 +274,7 @@ def _parts(est, predicted: float, chip_spec, calibration) -> dict[str, float]:
         "decode_expert_compute_s": d.expert_compute_s, "prefill_expert_compute_s": p.expert_compute_s,
         "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
         "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,
-        "decode_s": d.time_s, "prefill_s": p.time_s,
+        "decode_s": d.time_s, "prefill_s": p.time_s, "expert_layers": model_spec.routed_expert_layers,
     }  # fmt: skip
 
 
@@ -400,7 +400,7 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"].get("profiles", []):
             lines.append(f"  {p['engine']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  request {p['request_overhead_s'] * 1e3:.1f} ms  experts {p['expert_efficiency']:.2f}  "
-                         f"in step {p['in_step_share']:.2f}  ({p['values']} values)")  # fmt: skip
+                         f"in step {p['in_step_share']:.2f}  per expert-layer {p['request_overhead_per_expert_layer_s'] * 1e6:.2f} us  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
         lines.append(f"predicted with the stored profiles ({report['profiles_used']})")
     replicates = report.get("replicates")

@@ -177,6 +177,7 @@ class Calibration(models.Model):
     prefill_layer_overhead_s = models.FloatField(null=True, blank=True)
     request_overhead_s = models.FloatField(null=True, blank=True)
     expert_efficiency = models.FloatField(null=True, blank=True)
+    request_overhead_per_expert_layer_s = models.FloatField(null=True, blank=True)
     run_count = models.PositiveIntegerField()
     fitted_from = models.JSONField(default=list, help_text="Ids of the runs the fit used.")
     residual_rms = models.FloatField(null=True, blank=True)

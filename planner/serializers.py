@@ -124,6 +124,7 @@ class EfficiencySerializer(StrictSerializer):
     prefill_layer_overhead_s = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
     request_overhead_s = serializers.FloatField(min_value=0.0, max_value=60.0, required=False)
     expert_efficiency = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
+    request_overhead_per_expert_layer_s = serializers.FloatField(min_value=0.0, max_value=1e-3, required=False)
 
     def validate(self, attrs):
         if not attrs:

@@ -17,6 +17,9 @@ class Deployment:
     # Attention replicas inside a replica, each with its own KV cache, sharing experts spread
     # over all of them (expert parallelism): chips per replica = tp x pp x attention_data_parallel.
     attention_data_parallel: int = 1
+    # Ranks that hold whole experts (expert parallelism; grid.CandidateGrid); None: tp x attention DP
+    # where attention DP is on, else 1.
+    expert_parallel: int | None = None
     weight_dtype: str = "bf16"
     kv_dtype: str | None = None  # None: default_kv_dtype()
     decoding: Decoding = field(default_factory=Autoregressive)

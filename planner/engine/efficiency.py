@@ -42,14 +42,22 @@ class Efficiency:
     # tells in prefill (compute-bound); their weights stream like any other. 1 in the spec defaults;
     # fitted per serving engine (planner/engine/fit.py).
     expert_efficiency: float = 1.0
+    # Of the time before the first token, the part that grows with the routed experts a prefill passes
+    # through: seconds per routed expert per MoE layer (DeepSeek-V3: 256 x 58). On the silicon rows at low
+    # concurrency it separates DeepSeek (about 150 ms) from gpt-oss (about 40 ms) on the same engine and
+    # chips, which one constant per engine cannot (docs/accuracy.md). 0 in the spec defaults; fitted
+    # once over every engine's rows (planner/engine/fit.py).
+    request_overhead_per_expert_layer_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("compute_fraction", "bandwidth_fraction", "link_bandwidth_fraction", "expert_efficiency"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"{name} must lie in (0, 1], got {value}")
-        if min(self.step_overhead_s, self.collective_overhead_s, self.prefill_layer_overhead_s, self.request_overhead_s) < 0:
-            raise ValueError("step_overhead_s, collective_overhead_s, prefill_layer_overhead_s and request_overhead_s must be >= 0")
+        overheads = ("step_overhead_s", "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s",
+                     "request_overhead_per_expert_layer_s")  # fmt: skip
+        if min(getattr(self, name) for name in overheads) < 0:
+            raise ValueError(f"{', '.join(overheads)} must be >= 0")
 
 
 # Calibration: (chip slug, weight dtype or "*") -> fitted Efficiency. The caller
@@ -94,7 +102,8 @@ def default_efficiency(chip: ChipSpec, weight_dtype: str = "bf16") -> Efficiency
 # The factors an Efficiency carries (every field but its source label): what a calibration stores
 # and an override may set. One list, so a new factor cannot be dropped on the way (planner/models.py).
 FACTORS: tuple[str, ...] = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "link_bandwidth_fraction",
-                            "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s", "expert_efficiency")  # fmt: skip
+                            "collective_overhead_s", "prefill_layer_overhead_s", "request_overhead_s", "expert_efficiency",
+                            "request_overhead_per_expert_layer_s")  # fmt: skip
 
 Override = Efficiency | Mapping[str, float]
 
@@ -139,6 +148,7 @@ class EfficiencyTable:
     request_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
     expert_efficiency: np.ndarray
+    request_overhead_per_expert_layer_s: np.ndarray
     sources: tuple[tuple[str, ...], ...]  # [chip][dtype] -> source label
 
 

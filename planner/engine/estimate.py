@@ -163,6 +163,7 @@ def evaluate_batches(
         batch=np.asarray(batches),
         decoding_index=np.zeros(n),
         attention_data_parallel=np.full(n, deployment.attention_data_parallel),
+        expert_parallel=None if deployment.expert_parallel is None else np.full(n, deployment.expert_parallel),
     )
     return evaluate(model, (deployment.chip,), grid, workload, (deployment.decoding,),
                     efficiency=efficiency, calibration=calibration, disaggregated=disaggregated)  # fmt: skip

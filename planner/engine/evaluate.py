@@ -241,7 +241,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         clients=ctx.workload.concurrency,
         prefill_tokens=prefill_tokens,
         attention_data_parallel=hw.attention_data_parallel,
-        request_overhead_s=hw.request_overhead_s,
+        request_overhead_s=ctx.model.request_overhead_s(hw.request_overhead_s, hw.request_overhead_per_expert_layer_s),
         in_step_share=ctx.workload.in_step_share,
         prefill_token_budget=hw.prefill_token_budget,
     )

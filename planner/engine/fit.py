@@ -1,7 +1,7 @@
 """Serving-engine profiles fitted to measured TTFT and TPOT, and cross-validated
 (docs/accuracy.md, "The fit"; docs/planner_math.md#efficiency-factors).
 
-Six physically meaningful parameters per serving engine, no more:
+Six physically meaningful parameters per serving engine and one shared by all of them, no more:
 - compute_fraction: the share of the dense peak its prefill GEMMs reach;
 - bandwidth_fraction: the share of peak memory bandwidth its decode steps reach;
 - step_overhead_s: the fixed cost of one forward (launches, scheduler, sampling);
@@ -11,7 +11,12 @@ Six physically meaningful parameters per serving engine, no more:
   (grouped GEMMs over many experts, their token dispatch and imbalance), which tells in prefill;
 - in_step_share: the share of a closed loop's requests that arrive in one wave with all the
   others (a benchmark's first round; its scheduler can keep waves together) rather than
-  staggered (serving.py).
+  staggered (serving.py);
+- request_overhead_per_expert_layer_s, shared: what a request's time before its first token adds per
+  routed expert per MoE layer of its model. One value for every engine, fitted jointly with each
+  engine's own six parameters: the engines run the same kind of grouped MoE kernels, and each engine's
+  rows cover too few models to tell the term from its constant (SGLang's are DeepSeek and Qwen3 only).
+  The pooled profile is fitted around the joint value.
 They replace the spec defaults for every chip the engine runs on (one profile per engine,
 never per row). A pooled profile, fitted to every engine's rows at once, stands in for an
 engine with no rows of its own, as in leave-one-engine-out cross-validation.
@@ -33,12 +38,15 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "expert_efficiency", "in_step_share")
+PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s", "request_overhead_s", "expert_efficiency", "in_step_share",
+              "request_overhead_per_expert_layer_s")  # fmt: skip
 # The efficiency factors among them (efficiency.FACTORS); in_step_share belongs to the workload.
-EFFICIENCY_PARAMETERS = PARAMETERS[:5]
-LOWER = np.array([0.05, 0.05, 0.0, 0.0, 0.05, 0.0])
-# Ceilings a serving stack can reach: no GEMM or stream runs at the full datasheet peak.
-UPPER = np.array([0.95, 0.95, 0.05, 2.0, 1.0, 1.0])
+EFFICIENCY_PARAMETERS = (*PARAMETERS[:5], PARAMETERS[6])
+SHARED = PARAMETERS.index("request_overhead_per_expert_layer_s")
+LOWER = np.array([0.05, 0.05, 0.0, 0.0, 0.05, 0.0, 0.0])
+# Ceilings a serving stack can reach: no GEMM or stream runs at the full datasheet peak; 100 us per
+# routed expert and layer would put 1.5 s before DeepSeek-V3's first token.
+UPPER = np.array([0.95, 0.95, 0.05, 2.0, 1.0, 1.0, 1e-4])
 POOLED = "*"
 # At least this many measured values before an engine gets a profile of its own.
 MIN_VALUES = 20
@@ -52,6 +60,7 @@ class EngineProfile:
     request_overhead_s: float
     expert_efficiency: float
     in_step_share: float
+    request_overhead_per_expert_layer_s: float
     values: int  # measured values it was fitted to
 
     def factors(self) -> dict[str, float]:
@@ -83,6 +92,7 @@ class Parts:
     prefill_fixed_s: np.ndarray
     decode_s: np.ndarray  # the decode step as computed
     prefill_s: np.ndarray  # one prefill as computed
+    expert_layers: np.ndarray  # the model's routed experts summed over its MoE layers (ModelSpec.routed_expert_layers)
 
     def take(self, mask: np.ndarray) -> Parts:
         return Parts(**{f.name: getattr(self, f.name)[mask] for f in fields(self)})
@@ -97,7 +107,7 @@ def surrogate(theta: np.ndarray, p: Parts) -> np.ndarray:
     bandwidth ratio, the step overhead is replaced; whatever rides on the prefill (interleaved
     prefills in TPOT, waves and queues in TTFT) scales with the prefill; TTFT is linear in the
     in-step share between its staggered and its in-step value."""
-    compute_fraction, bandwidth_fraction, step_overhead, request_overhead, expert_efficiency, in_step_share = theta
+    compute_fraction, bandwidth_fraction, step_overhead, request_overhead, expert_efficiency, in_step_share, per_expert_layer = theta
     c, m = p.compute_fraction0 / compute_fraction, p.bandwidth_fraction0 / bandwidth_fraction
     x = p.expert_efficiency0 / expert_efficiency - 1.0  # the experts' parts grow by this much more
 
@@ -108,28 +118,59 @@ def surrogate(theta: np.ndarray, p: Parts) -> np.ndarray:
     prefill = phase(p.prefill_compute_s, p.prefill_memory_s, p.prefill_expert_compute_s, p.prefill_fixed_s)
     scale = prefill / np.maximum(p.prefill_s, 1e-12)
     tpot = decode + (p.predicted - p.decode_s) * scale
-    ttft = (p.staggered + in_step_share * (p.in_step - p.staggered)) * scale + request_overhead
+    ttft = (p.staggered + in_step_share * (p.in_step - p.staggered)) * scale + request_overhead + per_expert_layer * p.expert_layers
     return np.where(p.metric == "ttft_s", ttft, tpot)
 
 
-def _residuals(theta: np.ndarray, p: Parts) -> np.ndarray:
-    return np.log(np.maximum(surrogate(theta, p), 1e-12) / p.measured)
+OWN = np.array([i != SHARED for i in range(len(PARAMETERS))])  # each engine's own parameters
 
 
-def fit_profile(p: Parts) -> EngineProfile:
-    start = np.array([float(np.median(p.compute_fraction0)), float(np.median(p.bandwidth_fraction0)),
-                      float(np.median(p.step_overhead0)), 0.01, 0.9, 0.1])  # fmt: skip
-    result = least_squares(_residuals, np.clip(start, LOWER, UPPER), args=(p,), bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.3)
-    return EngineProfile(**dict(zip(PARAMETERS, (float(v) for v in result.x))), values=len(p))
+def _start(p: Parts) -> np.ndarray:
+    return np.array([float(np.median(p.compute_fraction0)), float(np.median(p.bandwidth_fraction0)),
+                     float(np.median(p.step_overhead0)), 0.01, 0.9, 0.1, 1e-6])  # fmt: skip
+
+
+def _fit(groups: list[Parts], shared: float | None) -> tuple[list[np.ndarray], float]:
+    """Each group's own parameters and the shared one, minimising the robust loss of log(predicted /
+    measured) over every group's values at once; with `shared`, that one is held at the value."""
+    starts = [_start(g) for g in groups]
+    free_shared = shared is None
+    x0 = np.concatenate([s[OWN] for s in starts] + ([starts[0][[SHARED]]] if free_shared else []))
+    lower = np.concatenate([LOWER[OWN]] * len(groups) + ([LOWER[[SHARED]]] if free_shared else []))
+    upper = np.concatenate([UPPER[OWN]] * len(groups) + ([UPPER[[SHARED]]] if free_shared else []))
+    own = int(OWN.sum())
+
+    def thetas(x: np.ndarray) -> list[np.ndarray]:
+        common = x[-1] if free_shared else shared
+        return [np.insert(x[i * own:(i + 1) * own], SHARED, common) for i in range(len(groups))]
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.log(np.maximum(surrogate(t, g), 1e-12) / g.measured) for t, g in zip(thetas(x), groups)])
+
+    result = least_squares(residuals, np.clip(x0, lower, upper), bounds=(lower, upper), loss="soft_l1", f_scale=0.3)
+    fitted = thetas(result.x)
+    return fitted, float(fitted[0][SHARED])
+
+
+def _profile(theta: np.ndarray, values: int) -> EngineProfile:
+    return EngineProfile(**dict(zip(PARAMETERS, (float(v) for v in theta))), values=values)
+
+
+def fit_profile(p: Parts, shared: float | None = None) -> EngineProfile:
+    """The parameters that minimise the robust loss on p's values; with `shared`, the shared parameter
+    is held at that value and the others fitted around it."""
+    (theta,), _ = _fit([p], shared)
+    return _profile(theta, len(p))
 
 
 def fit_profiles(p: Parts, engines: np.ndarray) -> dict[str, EngineProfile]:
-    """A profile per engine with at least MIN_VALUES values, and the pooled one ("*")."""
-    profiles = {POOLED: fit_profile(p)}
-    for engine in sorted(set(engines.tolist())):
-        mask = engines == engine
-        if mask.sum() >= MIN_VALUES:
-            profiles[engine] = fit_profile(p.take(mask))
+    """A profile per engine with at least MIN_VALUES values, fitted together for the shared parameter,
+    and the pooled one ("*") fitted to every value around it."""
+    own = [engine for engine in sorted(set(engines.tolist())) if (engines == engine).sum() >= MIN_VALUES]
+    groups = [p.take(engines == engine) for engine in own]
+    thetas, shared = _fit(groups, None) if groups else ([], None)
+    profiles = {POOLED: fit_profile(p, shared=shared)}
+    profiles.update({engine: _profile(theta, len(g)) for engine, theta, g in zip(own, thetas, groups)})
     return profiles
 
 
@@ -154,7 +195,7 @@ def save_profiles(profiles: dict[str, EngineProfile], path: Path, *, source: str
 
 
 # What a parameter is when a stored profile predates it: its spec default (as for a calibration).
-NEUTRAL = {"expert_efficiency": 1.0, "in_step_share": 0.1}
+NEUTRAL = {"expert_efficiency": 1.0, "in_step_share": 0.1, "request_overhead_per_expert_layer_s": 0.0}
 
 
 def load_profiles(path: Path) -> tuple[dict[str, EngineProfile], str]:

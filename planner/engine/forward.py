@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
+from scipy.special import ndtri
 
 from hwcatalog.architecture import experts_touched
 
@@ -35,6 +36,31 @@ def expert_params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.n
     touched = experts_touched(model.num_experts, model.experts_per_token, np.asarray(tokens, dtype=float))
     experts = model.moe_layer_count * model.params_per_expert * touched
     return experts if expert_shards is None else experts / expert_shards
+
+
+def expert_imbalance(model: ModelSpec, tokens: np.ndarray, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How much more than the mean the busiest of `ranks` expert-parallel ranks does in one MoE layer, as
+    factors (>= 1) on the experts' weights read and on their FLOPs, for `tokens` tokens routed uniformly.
+
+    A rank holds E/ranks whole experts, each touched with probability p = touched/E: the distinct experts
+    it reads are about Binomial(E/ranks, p), the token-expert pairs it computes about Binomial(tokens*k,
+    1/ranks). The busiest rank is taken at the expected maximum of `ranks` normal draws, z = Phi^-1((G -
+    0.375)/(G + 0.25)) (Blom's approximation to normal order statistics). Uniform routing is the best
+    case: real routers are skewed, which balancers (EPLB) work against. Sharding each expert over the
+    tensor-parallel ranks instead (ranks 1) reads and computes the same share everywhere: 1."""
+    g = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+    z = ndtri((g - 0.375) / (g + 0.25))
+    tokens = np.asarray(tokens, dtype=float)
+    touched = experts_touched(model.num_experts, model.experts_per_token, tokens)
+    p = touched / model.num_experts
+    per_rank = model.num_experts / g
+    busiest = np.minimum(per_rank, per_rank * p + z * np.sqrt(per_rank * p * (1.0 - p)))
+    pairs = tokens * model.experts_per_token / g
+    busiest_pairs = pairs + z * np.sqrt(pairs * (1.0 - 1.0 / g))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weights = np.where((g > 1) & (touched > 0), busiest * g / touched, 1.0)
+        flops = np.where((g > 1) & (pairs > 0), busiest_pairs / pairs, 1.0)
+    return np.maximum(weights, 1.0), np.maximum(flops, 1.0)
 
 
 def params_read(model: ModelSpec, tokens: np.ndarray, expert_shards: np.ndarray | None = None) -> np.ndarray:
@@ -112,11 +138,19 @@ def forward_cost(
     # Without attention DP anywhere in the block its terms are skipped: the same numbers, fewer array passes.
     split = hw.any_attention_dp
     flop_ranks = tp * pp * adp if split else tp * pp
-    flops = (tokens * 2.0 * model.matmul_params + seqs * attention_pairs * per_pair) * flop_scale / flop_ranks
+    attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks
+    flops = tokens * 2.0 * model.matmul_params * flop_scale / flop_ranks + attention_flops
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
-    # (docs/planner_math.md#forward-cost); their weights stream like any other.
+    # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
+    # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its
+    # reads and FLOPs, the reported work per chip stays the mean.
     expert_flops = tokens * (2.0 * model.active_routed_expert_params * flop_scale) / flop_ranks if model.is_moe else 0.0
+    busiest_extra_bytes, busiest_expert_flops = 0.0, expert_flops
+    if model.is_moe and np.any(hw.expert_parallel > 1):
+        weight_skew, flop_skew = expert_imbalance(model, tokens, hw.expert_parallel)
+        experts_read = expert_params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+        busiest_extra_bytes, busiest_expert_flops = experts_read * (weight_skew - 1.0), expert_flops * flop_skew
     kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     replica_tokens = tokens
@@ -126,13 +160,17 @@ def forward_cost(
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
     achieved_flops_per_s = hw.compute_fraction * np.maximum(peak, 1e-30)
+    # Attention (QK^T, PV) multiplies activations by the KV cache, not by the weights: it runs at the
+    # attention's own peak (hardware._attention_peak), whatever the weights' format.
+    attention_peak = hw.attention_peak_flops_per_s if peak_flops_per_s is None else np.minimum(hw.attention_peak_flops_per_s, peak)
+    attention_flops_per_s = hw.compute_fraction * np.maximum(attention_peak, 1e-30)
+    compute_stage = (flops - attention_flops - expert_flops) / achieved_flops_per_s + attention_flops / attention_flops_per_s
     if model.is_moe:
-        expert_compute_stage = expert_flops / (hw.expert_efficiency * achieved_flops_per_s)
-        compute_stage = (flops - expert_flops) / achieved_flops_per_s + expert_compute_stage
+        expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * achieved_flops_per_s)
+        compute_stage = compute_stage + expert_compute_stage
     else:  # a dense model: no experts' term, and no array spent on it
         expert_compute_stage = np.zeros(np.shape(flops))
-        compute_stage = flops / achieved_flops_per_s
-    memory_stage = nbytes / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
+    memory_stage = (nbytes + busiest_extra_bytes) / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
     comm_stage = _communication(model, hw, message, tokens)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
     overhead = hw.step_overhead_s + extra_overhead_s

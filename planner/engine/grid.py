@@ -31,11 +31,18 @@ class CandidateGrid:
     # Attention replicas per replica, each with its own KV cache and batch share, the experts
     # spread over all of them (expert parallelism); None: 1 everywhere.
     attention_data_parallel: np.ndarray | None = None
+    # Ranks that hold whole experts (expert parallelism), the busiest of which sets a MoE layer's time;
+    # None: every tp x attention-DP rank where attention DP is on, else 1 (each expert sharded over the
+    # tensor-parallel ranks, which all read the same share).
+    expert_parallel: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.chip_index)
         if self.attention_data_parallel is None:
             object.__setattr__(self, "attention_data_parallel", np.ones(n, dtype=np.int64))
+        if self.expert_parallel is None:
+            adp = np.asarray(self.attention_data_parallel)
+            object.__setattr__(self, "expert_parallel", np.where(adp > 1, np.asarray(self.tensor_parallel) * adp, 1))
         for f in fields(self):
             value = np.asarray(getattr(self, f.name), dtype=np.int64)
             if value.shape != (n,):
@@ -61,6 +68,7 @@ class CandidateGrid:
         batch: int = 1,
         decoding_index: int = 0,
         attention_data_parallel: int = 1,
+        expert_parallel: int | None = None,
     ) -> CandidateGrid:
         return cls(
             chip_index=np.array([chip_index]),
@@ -72,6 +80,7 @@ class CandidateGrid:
             batch=np.array([batch]),
             decoding_index=np.array([decoding_index]),
             attention_data_parallel=np.array([attention_data_parallel]),
+            expert_parallel=None if expert_parallel is None else np.array([expert_parallel]),
         )
 
 

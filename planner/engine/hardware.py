@@ -81,6 +81,7 @@ class CandidateHardware:
     tensor_parallel: np.ndarray
     pipeline_parallel: np.ndarray
     attention_data_parallel: np.ndarray
+    expert_parallel: np.ndarray  # ranks holding whole experts (1: experts sharded over the TP ranks)
     replicas: np.ndarray
     batch_per_replica: np.ndarray
     usable_memory_bytes: np.ndarray  # what weights, activations and KV may take together
@@ -91,12 +92,14 @@ class CandidateHardware:
     prefill_token_budget: np.ndarray  # prompt tokens one step prefills
     bandwidth_bytes_per_s: np.ndarray
     peak_flops_per_s: np.ndarray  # of the compute dtype chosen for the weights
+    attention_peak_flops_per_s: np.ndarray  # of the math the attention runs in: 16-bit (fp32 for an fp32 cache)
     compute_code: np.ndarray
     compute_fraction: np.ndarray
     bandwidth_fraction: np.ndarray
     step_overhead_s: np.ndarray
     prefill_layer_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
+    request_overhead_per_expert_layer_s: np.ndarray
     expert_efficiency: np.ndarray
     link_bytes_per_s: np.ndarray  # achieved: link rate x link efficiency (TP collectives)
     expert_link_bytes_per_s: np.ndarray  # the all-to-all between expert-parallel ranks
@@ -118,6 +121,14 @@ class CandidateHardware:
     def take(self, index: np.ndarray) -> CandidateHardware:
         return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self) if f.name != "any_attention_dp"},
                                  any_attention_dp=self.any_attention_dp)  # fmt: skip
+
+
+def _attention_peak(compute: ComputeTable, c: np.ndarray, w: np.ndarray, kv: np.ndarray) -> np.ndarray:
+    """Attention (QK^T, PV) multiplies activations by the KV cache, not by the weights: it runs in 16-bit
+    math (the attention kernels dequantise an fp8 cache), fp32 for an fp32 cache, never at an fp8 or fp4
+    weight format's peak; a chip with no such path keeps the weights' one."""
+    sixteen = np.where(kv == DTYPE_CODE["fp32"], compute.peak_flops_per_s[c, DTYPE_CODE["fp32"]], compute.peak_flops_per_s[c, DTYPE_CODE["bf16"]])
+    return np.where(sixteen > 0, sixteen, compute.peak_flops_per_s[c, w])
 
 
 def candidate_hardware(
@@ -152,6 +163,7 @@ def candidate_hardware(
         tensor_parallel=tp,
         pipeline_parallel=pp,
         attention_data_parallel=adp,
+        expert_parallel=grid.expert_parallel.astype(float),
         any_attention_dp=bool(np.any(adp > 1)),
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
@@ -164,12 +176,14 @@ def candidate_hardware(
         prefill_token_budget=table.prefill_token_budget[c],
         bandwidth_bytes_per_s=table.bandwidth_bytes_per_s[c],
         peak_flops_per_s=compute.peak_flops_per_s[c, w],
+        attention_peak_flops_per_s=_attention_peak(compute, c, w, grid.kv_dtype),
         compute_code=compute_code,
         compute_fraction=efficiency.compute_fraction[c, w],
         bandwidth_fraction=efficiency.bandwidth_fraction[c, w],
         step_overhead_s=efficiency.step_overhead_s[c, w],
         prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
         request_overhead_s=efficiency.request_overhead_s[c, w],
+        request_overhead_per_expert_layer_s=efficiency.request_overhead_per_expert_layer_s[c, w],
         expert_efficiency=efficiency.expert_efficiency[c, w],
         link_bytes_per_s=tp_link,
         expert_link_bytes_per_s=ep_link,

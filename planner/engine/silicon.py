@@ -172,7 +172,7 @@ def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtyp
     layout, note = attention_layout(model, layout)
     deployment = Deployment(
         chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
-        attention_data_parallel=layout.attention_data_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
+        attention_data_parallel=layout.attention_data_parallel, expert_parallel=layout.moe_expert_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
     )  # fmt: skip
     # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
     result = estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
@@ -212,9 +212,10 @@ def silicon_estimates(
     per_decode_worker = -(-row.concurrency // (row.decode.workers or 1))
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
     if isinstance(efficiency, Efficiency):
-        overhead = efficiency.request_overhead_s
+        base, per_expert_layer = efficiency.request_overhead_s, efficiency.request_overhead_per_expert_layer_s
     else:
-        overhead = float((efficiency or {}).get("request_overhead_s", 0.0))
+        base, per_expert_layer = ((efficiency or {}).get(name, 0.0) for name in ("request_overhead_s", "request_overhead_per_expert_layer_s"))
+    overhead = float(model.request_overhead_s(base, per_expert_layer))
     return {"ttft_s": _queued_prefill(prefill, decode, row, overhead, workload.in_step_share), "tpot_s": decode}
 
 

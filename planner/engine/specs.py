@@ -199,6 +199,16 @@ class ModelSpec:
         return float(self.moe_layer_count * self.experts_per_token * self.params_per_expert)
 
     @property
+    def routed_expert_layers(self) -> int:
+        """Routed experts summed over the MoE layers (DeepSeek-V3: 256 x 58 = 14,848; 0 for a dense model)."""
+        return int(self.moe_layer_count * self.num_experts) if self.is_moe else 0
+
+    def request_overhead_s(self, base_s, per_expert_layer_s):
+        """A request's time before its first token beyond the prefill: the engine's constant and the
+        part that grows with the routed experts (efficiency.Efficiency); floats or arrays alike."""
+        return base_s + per_expert_layer_s * self.routed_expert_layers
+
+    @property
     def routed_expert_params(self) -> float:
         if not self.is_moe:
             return 0.0

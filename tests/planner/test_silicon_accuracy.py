@@ -89,11 +89,11 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     cv = {group: stats["by_metric"] for group, stats in report["cv"].items()}
     for group in ("engine", "chip", "model family"):
         assert cv[group]["tpot_s"]["mdape"] <= 24.5, group
-    assert cv["engine"]["ttft_s"]["mdape"] <= 66.0
-    assert cv["chip"]["ttft_s"]["mdape"] <= 42.0
+    assert cv["engine"]["ttft_s"]["mdape"] <= 58.0
+    assert cv["chip"]["ttft_s"]["mdape"] <= 45.0
     assert cv["model family"]["ttft_s"]["mdape"] <= 51.0
     fitted, defaults = report["summary"]["by_metric"], report["spec_defaults"]["by_metric"]
-    assert fitted["tpot_s"]["mdape"] <= 22.5 and fitted["ttft_s"]["mdape"] <= 40.0
+    assert fitted["tpot_s"]["mdape"] <= 22.0 and fitted["ttft_s"]["mdape"] <= 40.0
     assert defaults["tpot_s"]["mdape"] <= 31.0 and defaults["ttft_s"]["mdape"] <= 79.0
     # 134 configurations are published more than once with different TTFT or TPOT: the floor on them (docs/accuracy.md).
     floor = report["replicates"]

@@ -28,6 +28,7 @@ def deployment_arrays(
         pipeline_parallel=np.full(m, deployment.pipeline_parallel), weight_dtype=np.full(m, DTYPE_CODE[deployment.weight_dtype]),
         kv_dtype=np.full(m, DTYPE_CODE[kv]), batch=batch, decoding_index=np.zeros(m),
         attention_data_parallel=np.full(m, deployment.attention_data_parallel),
+        expert_parallel=None if deployment.expert_parallel is None else np.full(m, deployment.expert_parallel),
     )  # fmt: skip
     factors = efficiency_table(chips, calibration=calibration, override=efficiency)
     compute = compute_table(chips)

@@ -216,7 +216,7 @@ def step_cost_for(
         compute_s_per_decode_pair=float((decode_pairs.compute_s - zero.compute_s)[0] / _PROBE),
         memory_s_per_kv_token=float((kv_read.memory_s - zero.memory_s)[0] / _PROBE),
         prefill_overhead_s=float(hw.prefill_layer_overhead_s[0] * model.num_layers),
-        request_overhead_s=float(hw.request_overhead_s[0]),
+        request_overhead_s=float(model.request_overhead_s(hw.request_overhead_s[0], hw.request_overhead_per_expert_layer_s[0])),
         kv_block_tokens=kv_block_tokens,
         kv_blocks=kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident),
         max_sequences=cap,
