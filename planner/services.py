@@ -628,5 +628,5 @@ def block_diffusion_trial_prediction(
         prefill_time_s=float(results.prefill_batched_s_per_prompt[i]) * batch, decode_token_time_s=float(results.decode_token_time_s[i]),
     )  # fmt: skip
     basis = (f"Predicted by the planner's block-diffusion decoding ({decoding.label}: {schedule}) for {chip.slug} in {dtype}; "
-             "it charges one commit forward per block, the last one included.")  # fmt: skip
+             "it charges one commit forward per block but the last computed, as the trial runs.")  # fmt: skip
     return json_safe({**predicted, "decoding": decoding.label, "basis": basis})

@@ -32,8 +32,8 @@ def speculative_trial_prediction(
 def block_diffusion_trial_prediction(
     *, decoding: BlockDiffusion, output_tokens: int, batch: int, prefill_time_s: float, decode_token_time_s: float,
 ) -> dict[str, float | int]:
-    """The forwards `decoding.decode` charges (blocks, S_eff denoising forwards and one commit per block), and the
-    generation's wall time: the batch's prompt prefill plus token_time_s for each delivered token (the sequences of
+    """The forwards `decoding.decode` charges (blocks, S_eff denoising forwards per block, a commit per block but
+    the last), and the generation's wall time: the batch's prompt prefill plus token_time_s for each delivered token (the sequences of
     the batch decode together). tokens_per_forward and tokens_per_s count every sequence, as the trial does."""
     forwards = decoding.forwards(output_tokens)
     answer = decoding.answer_tokens(output_tokens)

@@ -51,8 +51,8 @@ def test_a_speculative_run_stores_the_assumed_acceptance_and_the_formulas_speedu
 
 def test_a_block_diffusion_run_stores_the_planners_forwards_and_time_for_the_scaled_copy(finished_trial):
     run = finished_trial("block_diffusion", "fast-dllm-v2-7b", BLOCK_DIFFUSION_MEASURED)
-    assert run.predicted["forwards"] == 9 and run.predicted["time_s"] > 0
-    assert run.error_percent["forwards"] == pytest.approx(12.5)
+    assert run.predicted["forwards"] == 8 and run.predicted["time_s"] > 0  # one block, 8 steps, no commit after it
+    assert run.error_percent["forwards"] == 0.0  # the planner counts the forwards the trial ran
     assert {"time_s", "tokens_per_forward", "tokens_per_s"} <= set(run.error_percent)
     assert finished_trial.refits == []
 

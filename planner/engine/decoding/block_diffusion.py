@@ -47,9 +47,10 @@ class BlockForwards:
 
 def forwards_per_generation(output_tokens: int, block_size: int, effective_steps: float,
                             answer_tokens: int | None = None) -> BlockForwards:
-    """n_blk = blocks_computed(G, B, answer); S_eff denoising forwards and one commit per block."""
+    """n_blk = blocks_computed(G, B, answer); S_eff denoising forwards per block and one commit forward per
+    block but the last computed, whose KV nothing reads (jobs/trials/block_diffusion.py skips it too)."""
     count = blocks_computed(output_tokens, block_size, answer_tokens)
-    return BlockForwards(blocks=count, denoising_forwards=count * effective_steps, commit_forwards=count)
+    return BlockForwards(blocks=count, denoising_forwards=count * effective_steps, commit_forwards=max(count - 1, 0))
 
 
 def focus_flop_scale(num_layers: int, focus_fraction: float) -> float:
@@ -112,12 +113,14 @@ class BlockDiffusion:
     def decode(self, inputs: DecodeInputs) -> DecodeOutcome:
         """Per block j (context C_j = P + j*B): S_eff denoising steps of
         b*(2*N*B + 4*L*H*d_h*B*(C_j + B)) FLOPs reading weights + b*(C_j + B) cached
-        tokens, then one commit forward writing the block's KV. Early stop at EOS."""
+        tokens, then one commit forward writing the block's KV, but for the last block computed (nothing reads
+        its KV). Early stop at EOS."""
         model, hw, workload = inputs.model, inputs.hw, inputs.workload
         att = model.attention
         block, out = self.block_size, max(workload.output_tokens, 1)
         answer = self.answer_tokens(out)
-        count = self.forwards(out).blocks
+        forwards = self.forwards(out)
+        count, commits = forwards.blocks, forwards.commit_forwards
         scale = focus_flop_scale(model.num_layers, self.focus_fraction)
         b, s_eff = hw.batch_per_replica, self.effective_steps
 
@@ -130,15 +133,15 @@ class BlockDiffusion:
                                   kv_read_tokens=att.kv_read_tokens(ctx), kv_write_tokens=float(block))  # fmt: skip
             return step, commit
 
-        (step0, commit0), (step_n, commit_n) = costs(0), costs(count - 1)
+        (step0, commit0), step_n, commit_n = costs(0), costs(count - 1)[0], costs(max(commits - 1, 0))[1]
 
-        def summed_time(first: PhaseCost, last: PhaseCost) -> np.ndarray:
+        def summed_time(first: PhaseCost, last: PhaseCost, n: int) -> np.ndarray:
             fixed = first.time_s - np.maximum(first.compute_s, first.memory_s)  # comm + p2p + overhead
-            return sum_of_max_linear(first.compute_s, last.compute_s, first.memory_s, last.memory_s, count) + count * fixed
+            return sum_of_max_linear(first.compute_s, last.compute_s, first.memory_s, last.memory_s, n) + n * fixed
 
-        total = s_eff * summed_time(step0, step_n) + summed_time(commit0, commit_n)
-        flops = count / 2.0 * (s_eff * (step0.flops_per_chip + step_n.flops_per_chip) + commit0.flops_per_chip + commit_n.flops_per_chip)
-        nbytes = count / 2.0 * (s_eff * (step0.bytes_per_chip + step_n.bytes_per_chip) + commit0.bytes_per_chip + commit_n.bytes_per_chip)
+        total = s_eff * summed_time(step0, step_n, count) + summed_time(commit0, commit_n, commits)
+        flops = count / 2.0 * s_eff * (step0.flops_per_chip + step_n.flops_per_chip) + commits / 2.0 * (commit0.flops_per_chip + commit_n.flops_per_chip)
+        nbytes = count / 2.0 * s_eff * (step0.bytes_per_chip + step_n.bytes_per_chip) + commits / 2.0 * (commit0.bytes_per_chip + commit_n.bytes_per_chip)
         return DecodeOutcome(
             step=step0,
             token_time_s=total / answer,

@@ -32,20 +32,21 @@ def test_without_a_measured_cost_ratio_no_speedup_is_predicted():
     assert p["speedup"] is None and p["speculative_token_time_s"] is None and p["acceptance_rate"] == 0.7
 
 
-def test_block_forwards_are_s_steps_and_one_commit_per_block():
+def test_block_forwards_are_s_steps_per_block_and_a_commit_for_every_block_but_the_last():
     f = forwards_per_generation(100, 32, 8.0)
-    assert (f.blocks, f.denoising_forwards, f.commit_forwards, f.forwards) == (4, 32.0, 4, 36.0)
+    assert (f.blocks, f.denoising_forwards, f.commit_forwards, f.forwards) == (4, 32.0, 3, 35.0)
     early = forwards_per_generation(256, 32, 4.0, answer_tokens=70)  # EOS in block 3: ceil(71/32)
-    assert (early.blocks, early.forwards) == (3, 15.0)
+    assert (early.blocks, early.forwards) == (3, 14.0)
     threshold = BlockDiffusion(block_size=32, tokens_per_forward=4.0).forwards(64)
-    assert (threshold.blocks, threshold.denoising_forwards, threshold.commit_forwards) == (2, 16.0, 2)
+    assert (threshold.blocks, threshold.denoising_forwards, threshold.commit_forwards) == (2, 16.0, 1)
+    assert forwards_per_generation(16, 32, 8.0).commit_forwards == 0  # one block: nothing to commit for
 
 
 def test_a_block_diffusion_trial_prediction_counts_every_sequence_and_the_prefill():
     decoding = BlockDiffusion(block_size=32, steps_per_block=8)
     p = block_diffusion_trial_prediction(decoding=decoding, output_tokens=100, batch=2, prefill_time_s=0.5, decode_token_time_s=0.01)
-    assert (p["blocks"], p["denoise_forwards"], p["commit_forwards"], p["forwards"]) == (4, 32.0, 4, 36.0)
-    assert p["tokens_per_forward"] == pytest.approx(200 / 36)
+    assert (p["blocks"], p["denoise_forwards"], p["commit_forwards"], p["forwards"]) == (4, 32.0, 3, 35.0)
+    assert p["tokens_per_forward"] == pytest.approx(200 / 35)
     assert p["time_s"] == pytest.approx(0.5 + 100 * 0.01)
     assert p["tokens_per_s"] == pytest.approx(200 / 1.5)
     assert p["steps_per_block"] == 8.0
