@@ -35,8 +35,34 @@ def _validation_api_url(run_id) -> str:
     return reverse("validation-detail", kwargs={"run_id": run_id})
 
 
-def validation_context(run) -> dict[str, Any]:
+class JobsState:
+    """The workers' health and live queues, read once per page however many of its cards ask (each read
+    is a query), and only when a card is active."""
+
+    def __init__(self) -> None:
+        self._problems: list[str] | None = None
+        self._live: set[str] | None = None
+
+    def problems(self) -> list[str]:
+        if self._problems is None:
+            self._problems = jobs_selectors.jobs_health()["problems"]
+        return list(self._problems)
+
+    def live_queues(self) -> set[str]:
+        if self._live is None:
+            self._live = jobs_routing.live_queues()
+        return self._live
+
+
+def validation_contexts(runs) -> list[dict[str, Any]]:
+    """Every card of a page, the jobs' state read once for all of them."""
+    jobs = JobsState()
+    return [validation_context(run, jobs=jobs) for run in runs]
+
+
+def validation_context(run, *, jobs: JobsState | None = None) -> dict[str, Any]:
     """A run plus its predicted-vs-measured rows, formatted for the partial."""
+    jobs = jobs or JobsState()
     predicted, measured, errors = run.predicted or {}, run.measured or {}, run.error_percent or {}
     rows = [
         {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)), "error": plain_percent(errors.get(key))}
@@ -48,8 +74,8 @@ def validation_context(run) -> dict[str, Any]:
              if isinstance(text, str) and text]  # fmt: skip
     active = run.status in ("queued", "running")
     # A run that waits on a beat or a worker that is gone says so (jobs.selectors.jobs_health).
-    jobs_problems = jobs_selectors.jobs_health()["problems"] if active else []
-    if run.status == "queued" and run.queue not in jobs_routing.live_queues():
+    jobs_problems = jobs.problems() if active else []
+    if run.status == "queued" and run.queue not in jobs.live_queues():
         jobs_problems.append(f"No worker serves the {run.queue} queue now ({jobs_routing.QUEUE_DEVICES[run.queue]}): this run waits until one does.")
     return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
             "repetitions": _repetitions_note(measured), "what_ran": what_ran(run), "notes": notes}  # fmt: skip

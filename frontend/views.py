@@ -209,7 +209,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     view = "all" if request.GET.get("view") == "all" else "best"
     chip_count = _group_by_chip(table, hide_others=view == "best", selected_rank=selected_rank)
     page_rows, ranking_page = _ranking_page(request, table, view=view, selected_rank=selected_rank)
-    runs = [cards.validation_context(run) for run in cards.validation_runs(plan)]
+    runs = cards.validation_contexts(cards.validation_runs(plan))
     selected_row = ranked[selected_rank - 1] if ranked else {}
     return render(request, "frontend/plan_detail.html", {
         "validate_form": cards.validate_form_context(plan, selected_row) if ranked else None,

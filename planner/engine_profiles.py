@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from planner.engine.efficiency import resolve_efficiency
+from planner.engine.family_fit import serving_engine_family
 from planner.engine.fit import POOLED, EngineProfile, load_profiles
 from planner.engine.units import DTYPES
 
@@ -28,7 +29,7 @@ def serving_engines() -> tuple[str, ...]:
 
 def profile_covers(chip) -> bool:
     """Whether a fitted profile speaks for this catalog chip: the measurements behind it are NVIDIA GPUs'."""
-    return chip.kind == "gpu" and chip.vendor.lower() == "nvidia"
+    return serving_engine_family(chip.vendor, chip.kind)
 
 
 VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, inside a search

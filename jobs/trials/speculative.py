@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from jobs.trials.decode import decode_one_token, greedy_generate, prefill
+from planner.engine.decoding.acceptance import expected_tokens_per_step
 from jobs.trials.model import ModelConfig, Transformer
 from jobs.trials.runtime import (
     Progress,
@@ -104,8 +105,8 @@ def compare_speculative(target: Transformer, draft: Transformer, prompt: Tensor,
     mismatch = (spec != plain)[0].nonzero()
     alpha = c["accepted"] / c["proposed"] if c["proposed"] else None
     tau = c["emitted_in_rounds"] / c["rounds"] if c["rounds"] else None
-    # Leviathan et al. eq. 1: expected tokens per target step if acceptances were i.i.d. with rate alpha.
-    iid = None if alpha is None else (k + 1.0 if alpha >= 1 else (1 - alpha ** (k + 1)) / (1 - alpha))
+    # Leviathan et al. eq. 1 (the planner's own): expected tokens per target step if acceptances were i.i.d. with rate alpha.
+    iid = None if alpha is None else expected_tokens_per_step(alpha, k)
     return {
         "lossless": bool(mismatch.numel() == 0),
         "first_mismatch_index": int(mismatch[0]) if mismatch.numel() else None,

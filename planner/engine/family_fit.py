@@ -39,9 +39,15 @@ def family_of(vendor: str, kind: str) -> str:
     return f"{vendor} {kind}"
 
 
+def serving_engine_family(vendor: str, kind: str) -> bool:
+    """NVIDIA GPUs: the serving-engine profiles speak for them (fitted on NVIDIA's silicon measurements,
+    planner/engine/fit.py); every other family has a chip-family profile here."""
+    return (vendor or "").strip().lower() == "nvidia" and kind == "gpu"
+
+
 def fitted_family(vendor: str, kind: str) -> bool:
     """Whether a family's profile is fitted here (NVIDIA GPUs have the serving-engine profiles)."""
-    return not (vendor.lower() == "nvidia" and kind == "gpu")
+    return not serving_engine_family(vendor, kind)
 
 
 @dataclass(frozen=True, kw_only=True)

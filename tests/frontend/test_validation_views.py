@@ -109,3 +109,30 @@ def test_the_ranking_pages_its_rows_and_opens_on_the_page_of_the_selected_one(ui
     on_first_page = [i for i, r in enumerate(chat_plan.results["ranked"], start=1) if r["chip_slug"] in chips]
     best = ui_client.get(f"/plans/{chat_plan.id}/").content.decode()
     assert ranks(best) == on_first_page
+
+
+def test_a_page_of_waiting_cards_reads_the_workers_state_once(monkeypatch):
+    """Each read of the workers' health or live queues is a query: a plan page with many queued runs asks once."""
+    import uuid
+    from types import SimpleNamespace
+
+    from frontend import validation_cards as cards
+
+    calls = {"health": 0, "queues": 0}
+
+    def health():
+        calls["health"] += 1
+        return {"problems": ["The beat has not run for 10 minutes."]}
+
+    def queues():
+        calls["queues"] += 1
+        return {"cpu"}
+
+    monkeypatch.setattr(cards.jobs_selectors, "jobs_health", health)
+    monkeypatch.setattr(cards.jobs_routing, "live_queues", queues)
+    runs = [SimpleNamespace(id=uuid.uuid4(), trial="decode", status="queued", queue=queue, predicted={}, measured={}, error_percent={},
+                            device_name="", params={}, configuration={}) for queue in ("cpu", "gpu", "gpu")]  # fmt: skip
+    contexts = cards.validation_contexts(runs)
+    assert calls == {"health": 1, "queues": 1}
+    assert all("The beat has not run for 10 minutes." in c["jobs_problems"] for c in contexts)
+    assert [any("No worker serves the gpu queue" in p for p in c["jobs_problems"]) for c in contexts] == [False, True, True]
