@@ -24,6 +24,9 @@ REQUIRED_MODELS = {
     "qwen2.5-3b", "qwen2.5-14b", "qwen2.5-32b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-14b", "qwen3-32b",
     "qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-coder-480b-a35b", "mixtral-8x22b", "gpt-oss-20b", "gpt-oss-120b", "kimi-k2",
     "llama-4-scout", "llama-4-maverick",
+    # the catalog issue's further models, each from its real config.json
+    "deepseek-v3.2", "phi-4", "qwen3-next-80b-a3b", "qwen3.5-397b-a17b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "glm-4.7-flash",
+    "gemma-3-4b", "dream-7b", "sdar-8b-chat",
 }
 
 

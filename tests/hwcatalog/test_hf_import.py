@@ -44,6 +44,8 @@ REAL_CONFIGS = [
     ("mixtral-8x22b.json", 141e9, 39e9, 2 * 56 * 8 * 128 * 2),
     ("gpt-oss-20b.json", 20.91e9, 4.19e9, 2 * 24 * 8 * 64 * 2),  # the card's 3.61B active + the 0.58B input embedding
     ("kimi-k2.json", 1.04e12, 32.6e9, 61 * 576 * 2),  # DeepSeek-V3 architecture, model_type kimi_k2
+    ("dream-7b.json", 7.62e9, None, 2 * 28 * 4 * 128 * 2),  # masked diffusion on Qwen2.5-7B shapes
+    ("sdar-8b-chat.json", 8.2e9, None, 2 * 36 * 8 * 128 * 2),  # block diffusion on Qwen3-8B shapes
 ]
 
 

@@ -105,6 +105,8 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "embedding_size": ("llada-8b.json", BAD_POSITIVE),
     "weight_tying": ("llada-8b.json", ["abc", 1, None, []]),
     "max_sequence_length": ("llada-8b.json", [*BAD_REQUIRED, 100_000_001]),
+    # sdar (block diffusion on Qwen3 shapes)
+    "block_size": ("sdar-8b-chat.json", BAD_REQUIRED),
     # llama 4 (its shapes under text_config; the keys inside are checked in test_hf_import_formats.py)
     "text_config": (LLAMA4, ["abc", [], 5]),
     # the checkpoint's weight format

@@ -37,7 +37,7 @@ REAL_CONFIGS = [
     ("qwen3.6-27b-nvfp4", "qwen3.6-27b-nvfp4.hf_quant_config", 27e9, None, 2 * 16 * 4 * 256 * 2),
     ("nemotron-3-nano-30b-a3b", None, 31.6e9, 3.6e9, 2 * 6 * 2 * 128 * 2),  # arXiv:2512.20848
     ("nemotron-h-56b", None, 56e9, None, 2 * 10 * 8 * 128 * 2),  # ten attention layers (model card)
-    ("deepseek-v3.2", None, 671e9, None, 61 * (576 + 128) * 2),  # MLA latent + the indexer's 128-dim key
+    ("deepseek-v3.2", None, 671e9, 38.4e9, 61 * (576 + 128) * 2),  # MLA latent + the indexer's key; V3's 36.6B + embedding + indexer
     ("glm-5", None, 744e9, 41.9e9, 78 * (576 + 128) * 2),  # 40B activated + both embeddings (catalog row notes)
     ("glm-4.7", None, 358e9, 33.55e9, 2 * 92 * 8 * 128 * 2),
     ("glm-4.7-flash", None, 30e9, None, 47 * 576 * 2),  # 'about 30B total and 3B active' (3B: a label)
@@ -61,9 +61,11 @@ REAL_CONFIGS = [
     ("llada-8b", None, 8e9, None, 2 * 32 * 32 * 128 * 2),
     ("llama-3.2-1b", None, 1.24e9, None, 2 * 16 * 8 * 64 * 2),
     ("llama-3.3-70b", None, 70.6e9, None, 2 * 80 * 8 * 128 * 2),
-    ("phi-4", None, None, None, 2 * 40 * 10 * 128 * 2),  # the card's '14B' is 4.7% below the shapes: not checked
-    ("gemma-3-4b", None, None, None, 2 * 34 * 4 * 256 * 2),  # '4B' label: the text model counts 3.88B
+    ("phi-4", None, 14.7e9, None, 2 * 40 * 10 * 128 * 2),  # the model page's 14.7B (the card's '14B' is 4.7% below the shapes)
+    ("gemma-3-4b", None, 3.88e9, None, 2 * 34 * 4 * 256 * 2),  # the report's 675M embedding + 3,209M non-embedding ('4B' is a label)
     ("nemotron-3.5-lightning-30b-a3b-nvfp4", "nemotron-3.5-lightning-30b-a3b-nvfp4.hf_quant_config", None, None, 2 * 6 * 2 * 128 * 2),
+    ("dream-7b", None, 7.62e9, None, 2 * 28 * 4 * 128 * 2),  # its checkpoint's 7.616e9 (the name's '7B' is a label)
+    ("sdar-8b-chat", None, 8.2e9, None, 2 * 36 * 8 * 128 * 2),  # Qwen3-8B's card (SDAR continues Qwen3-8B-Base)
 ]
 
 
@@ -140,6 +142,28 @@ def test_llada_reads_olmo_keys_and_is_a_diffusion_model():
     fields = _import("llada-8b")
     assert (fields["num_layers"], fields["hidden_size"], fields["intermediate_size"], fields["vocab_size"]) == (32, 4096, 12288, 126464)
     assert fields["generation_kind"] == "diffusion"
+
+
+def test_dream_is_a_diffusion_model_on_qwen25_shapes():
+    dream, qwen = _import("dream-7b"), _import("qwen2.5-7b")
+    keys = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size")
+    assert {k: dream[k] for k in (*keys, "total_params")} == {k: qwen[k] for k in (*keys, "total_params")}
+    assert dream["generation_kind"] == "diffusion" and "default_block_size" not in dream
+
+
+def test_sdar_is_a_block_diffusion_model_on_qwen3_shapes_with_its_block_size():
+    sdar, qwen = _import("sdar-8b-chat"), _import("qwen3-8b")
+    keys = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size")
+    assert {k: sdar[k] for k in (*keys, "total_params")} == {k: qwen[k] for k in (*keys, "total_params")}
+    assert (sdar["generation_kind"], sdar["default_block_size"]) == ("block_diffusion", 4)
+    with pytest.raises(ConfigError, match="block_size"):  # a block-diffusion model without its block size is refused
+        fields_from_hf_config({k: v for k, v in _load("sdar-8b-chat").items() if k != "block_size"})
+
+
+def test_diffusion_rows_hold_their_configs_generation_kind_and_block_size(catalog):
+    for slug in ("llada-8b", "dream-7b", "sdar-8b-chat"):
+        fields, row = _import(slug), ModelArch.objects.get(slug=slug)
+        assert (row.generation_kind, row.default_block_size) == (fields["generation_kind"], fields.get("default_block_size")), slug
 
 
 def _mutated(name: str, path: list[str], value) -> dict:
