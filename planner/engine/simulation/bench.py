@@ -27,8 +27,9 @@ def _llama_3_1_8b() -> ModelSpec:
 
 
 def _h100_sxm() -> ChipSpec:
-    # NVIDIA H100 SXM datasheet: 80 GB HBM3 at 3.35 TB/s, 989.4 dense bf16 TFLOP/s.
-    return ChipSpec(slug="nvidia-h100-sxm", kind="gpu", vendor="NVIDIA", memory_capacity_bytes=80e9, memory_bandwidth_bytes_per_s=3.35e12,
+    # NVIDIA H100 SXM datasheet: 80 GB (80 GiB, 81,559 MiB as nvidia-smi reports; hwcatalog/data/chips/nvidia.yaml)
+    # HBM3 at 3.35 TB/s, 989.4 dense bf16 TFLOP/s.
+    return ChipSpec(slug="nvidia-h100-sxm", kind="gpu", vendor="NVIDIA", memory_capacity_bytes=81559 * 2**20, memory_bandwidth_bytes_per_s=3.35e12,
                     peak_flops_per_s={"bf16": 989.4e12, "fp8": 1978.9e12}, link_bandwidth_bytes_per_s=450e9, chips_per_node=8,
                     tdp_watts=700)  # fmt: skip
 

@@ -1,5 +1,6 @@
 """Specs for the engine tests. Shapes from each model's Hugging Face config.json;
-chip figures from the datasheets (dense peaks), as in hwcatalog/data/chips/."""
+chip figures from the datasheets (dense peaks) with memory as the datasheet's decimal GB (80e9 for an H100), where
+hwcatalog/data/chips/ holds the total the device reports (80 GiB: 81,559 MiB): hand-checked figures stay round."""
 
 from __future__ import annotations
 
