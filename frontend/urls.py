@@ -25,6 +25,7 @@ urlpatterns = [
     path("simulations/<uuid:run_id>/", views.simulation_detail, name="simulation-detail"),
     path("catalog/", views.catalog_index, name="catalog"),
     path("catalog/compare/", views.chip_compare, name="chip-compare"),
+    path("catalog/prices/", views.price_freshness, name="price-freshness"),
     path("catalog/chips/<str:slug>/", views.chip_detail, name="chip-detail"),
     path("catalog/models/<str:slug>/", views.model_detail, name="model-detail"),
     # Web UI sign-in (writes need an account); settings.LOGIN_URL names this.

@@ -17,6 +17,7 @@ from django.forms.models import model_to_dict
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework.exceptions import APIException
 
@@ -27,6 +28,7 @@ from frontend import validation_cards as cards
 from frontend.templatetags.hwformat import gb, num, params, si, usd
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
+from hwcatalog.freshness import STALE_AFTER_DAYS, WARN_AFTER_DAYS
 from hwcatalog.models import Chip, ModelArch, Offering
 from jobs import services as jobs_services
 from planner import fleet_services, plan_changes
@@ -539,6 +541,15 @@ def catalog_index(request: HttpRequest) -> HttpResponse:
     chips = catalog.with_prices(catalog.chip_list())
     models = catalog.model_list()
     return render(request, "frontend/catalog.html", {"chips": chips, "models": models})
+
+
+@require_GET
+def price_freshness(request: HttpRequest) -> HttpResponse:
+    """Every price's age and source kind, the oldest first (what `manage.py catalogreport` prints)."""
+    report = catalog.price_freshness(today=timezone.localdate())
+    return render(request, "frontend/price_freshness.html", {
+        "report": report, "summary": report.summary, "stale_after_days": STALE_AFTER_DAYS, "warn_after_days": WARN_AFTER_DAYS,
+    })  # fmt: skip
 
 
 def _chip_specs(chip: Chip) -> list[tuple[str, str]]:

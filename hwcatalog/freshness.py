@@ -53,6 +53,13 @@ class PriceAge:
     needs_warning: bool  # past WARN_AFTER_DAYS
     source_kind: str  # PRIMARY, COPY or THIRD_PARTY
 
+    @property
+    def flags(self) -> list[str]:
+        """What a reader should know of the price, in words: STALE, WARNED ON ESTIMATES and a source that
+        is not the provider's own page."""
+        flags = [flag for flag, on in (("STALE", self.stale), ("WARNED ON ESTIMATES", self.needs_warning)) if on]
+        return flags + ([self.source_kind] if self.source_kind != PRIMARY else [])
+
 
 def source_kind(provider: str, source: str) -> str:
     found = _DOMAIN.search(source or "")

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Min, Q, QuerySet
 
+from hwcatalog.freshness import PriceAge, price_age
 from hwcatalog.models import Chip, ModelArch, Offering
 
 
@@ -34,6 +38,35 @@ def offering_list() -> QuerySet[Offering]:
 
 def offerings_for_chips(*, chip_slugs: list[str]) -> QuerySet[Offering]:
     return Offering.objects.filter(chip__slug__in=chip_slugs).select_related("chip")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceFreshness:
+    """Every price's age and source kind, the oldest first, with the GPUs and TPUs no rental prices
+    (`manage.py catalogreport` and the catalog's freshness page)."""
+
+    today: dt.date
+    rows: list[tuple[Offering, PriceAge]]
+    unpriced: list[str]  # GPU and TPU slugs with no hourly (non-purchase) price
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        ages = [age for _, age in self.rows]
+        return {
+            "offerings": len(ages), "providers": len({a.provider for a in ages}), "stale": sum(a.stale for a in ages),
+            "needs_warning": sum(a.needs_warning for a in ages), "by_source_kind": dict(Counter(a.source_kind for a in ages)),
+            "gpus_and_tpus_without_an_hourly_price": self.unpriced, "today": self.today.isoformat(),
+        }  # fmt: skip
+
+
+def price_freshness(*, today: dt.date) -> PriceFreshness:
+    """The public catalog's prices aged at `today` (two queries, whatever the catalog's size)."""
+    offerings = Offering.objects.filter(chip__measured=False).select_related("chip")
+    rows = [(o, price_age(slug=o.slug, provider=o.provider, as_of=o.as_of, source=o.source, today=today)) for o in offerings]
+    rows.sort(key=lambda row: (-row[1].age_days, row[0].slug))
+    rented = Offering.objects.exclude(pricing_model=Offering.PricingModel.PURCHASE).values("chip_id")
+    unpriced = chip_list().filter(kind__in=("gpu", "tpu")).exclude(pk__in=rented).order_by("slug")
+    return PriceFreshness(today=today, rows=rows, unpriced=list(unpriced.values_list("slug", flat=True)))
 
 
 def model_list() -> QuerySet[ModelArch]:

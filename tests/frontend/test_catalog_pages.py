@@ -107,3 +107,34 @@ def test_parameter_counts_read_as_the_field_writes_them(client, catalog):
         "70.6 B parameters", "671 B parameters", "1.04 T parameters", "494 M parameters")
     html = client.get("/catalog/models/llama-3.1-70b/").content.decode()
     assert "B parameters" in html and " G<" not in html
+
+
+def test_the_price_freshness_page_lists_every_price_oldest_first_with_its_flags(client, catalog):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from hwcatalog.models import Offering
+
+    old = Offering.objects.filter(chip__slug="nvidia-h100-sxm").first()
+    Offering.objects.filter(pk=old.pk).update(as_of=timezone.localdate() - dt.timedelta(days=5000))
+    response = client.get("/catalog/prices/")
+    assert response.status_code == 200
+    rows = response.context["report"].rows
+    assert len(rows) == Offering.objects.count()
+    assert [age.age_days for _, age in rows] == sorted((age.age_days for _, age in rows), reverse=True)
+    offering, age = rows[0]
+    assert (offering.slug, age.age_days, age.stale, age.needs_warning) == (old.slug, 5000, True, True)
+    html = response.content.decode()
+    assert "WARNED ON ESTIMATES" in html and "/catalog/chips/nvidia-h100-sxm/#offerings" in html
+    assert f"{response.context['summary']['offerings']} prices from" in html
+    assert "/catalog/chips/nvidia-gb10/" in html  # a GPU with no hourly price is named and linked
+
+
+def test_the_catalog_page_links_to_the_price_freshness_page(client, catalog):
+    assert "/catalog/prices/" in client.get("/catalog/").content.decode()
+
+
+def test_the_price_freshness_page_of_an_empty_catalog_says_how_to_load_one(client, db):
+    html = client.get("/catalog/prices/").content.decode()
+    assert "manage.py loadcatalog" in html

@@ -83,7 +83,7 @@ def pages(catalog, chat_plan) -> list[str]:
     return [
         "/", "/plans/", f"/plans/{chat_plan.id}/", f"/plans/compare/?a={chat_plan.id}&b={other.id}", "/catalog/",
         "/catalog/compare/?chips=nvidia-h100-sxm,amd-mi300x", "/catalog/chips/nvidia-h100-sxm/",
-        "/catalog/models/llama-3.1-70b/", "/accounts/login/", "/admin/login/", "/api/docs/", "/api/v1/chips/",
+        "/catalog/models/llama-3.1-70b/", "/catalog/prices/", "/accounts/login/", "/admin/login/", "/api/docs/", "/api/v1/chips/",
     ]  # fmt: skip
 
 

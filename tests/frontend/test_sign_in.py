@@ -19,7 +19,7 @@ def test_anonymous_visitors_browse_every_page(anonymous_ui_client, chat_plan):
     pages = [
         "/", "/catalog/", "/plans/", f"/plans/{chat_plan.id}/", f"/plans/compare/?a={chat_plan.id}&b={chat_plan.id}",
         "/catalog/chips/nvidia-h100-sxm/", "/catalog/models/llama-3.1-70b/", "/catalog/compare/?chips=nvidia-h100-sxm,amd-epyc-9654",
-        "/accounts/login/",
+        "/catalog/prices/", "/accounts/login/",
     ]  # fmt: skip
     assert {page: anonymous_ui_client.get(page).status_code for page in pages} == dict.fromkeys(pages, 200)
 
