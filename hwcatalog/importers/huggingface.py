@@ -13,7 +13,7 @@ GLM-4.5/4.6/4.7 (glm4_moe: GQA, `first_k_dense_replace` dense layers, routed + s
 (every layer MoE of `num_local_experts`), Gemma 3 (local sliding-window layers, 5 of every 6 by default, and
 the text config's class defaults where the published config leaves keys out), Phi-3/Phi-4 (the Llama key set),
 the diffusion LLMs Dream (Qwen2.5 shapes) and LLaDA (OLMo key names), and the block-diffusion SDAR (Qwen3 shapes,
-its block size in `block_size`). The checkpoint's weight format comes from `quantization_config` (config.json) or
+its block size in `block_size`) and Fast-dLLM v2 (Qwen2.5 shapes, its block size in `bd_size`). The checkpoint's weight format comes from `quantization_config` (config.json) or
 `hf_quant_config.json` (NVIDIA ModelOpt). Every problem is reported against the config key it came from, so an
 API client sees which field is wrong.
 """
@@ -36,13 +36,15 @@ STYLE_BY_MODEL_TYPE = {
     "gemma3": "gemma3", "gemma3_text": "gemma3", "Dream": "llama", "dream": "llama", "llada": "llada",
     "mistral3": "llama", "ministral3": "llama", "olmo3": "llama", "exaone4": "llama", "glm_moe_dsa": "deepseek_v3",
     "glm4_moe_lite": "deepseek_v3", "qwen3_vl": "llama", "qwen3_vl_moe": "qwen3_moe", "sdar": "llama",
+    "Fast_dLLM_Qwen": "llama",
 }
 # Multimodal wrappers whose language model's shapes sit under text_config.
 NESTED_TEXT_STYLES = {"llama4", "gemma3", "qwen3_next", "deepseek_v3", "llama", "qwen3_moe"}
 # Model types that generate by masked diffusion rather than left to right.
 DIFFUSION_MODEL_TYPES = {"Dream", "dream", "llada"}
-# Model types that denoise one block of `block_size` tokens at a time, blocks left to right (SDAR: Qwen3's weights).
-BLOCK_DIFFUSION_MODEL_TYPES = {"sdar"}
+# Model types that denoise one block of tokens at a time, blocks left to right, and the config key holding the
+# block size (SDAR: Qwen3's weights, `block_size`; Fast-dLLM v2: Qwen2.5's weights, `bd_size`).
+BLOCK_DIFFUSION_MODEL_TYPES = {"sdar": "block_size", "Fast_dLLM_Qwen": "bd_size"}
 # transformers' Gemma3TextConfig defaults, which Gemma 3's published configs rely on for the keys they omit.
 GEMMA3_DEFAULTS = {
     "vocab_size": 262_208, "head_dim": 256, "max_position_embeddings": 131_072, "sliding_window": 4096,
@@ -273,7 +275,7 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
     if model_type in DIFFUSION_MODEL_TYPES:
         fields["generation_kind"] = "diffusion"
     elif model_type in BLOCK_DIFFUSION_MODEL_TYPES:
-        fields.update(generation_kind="block_diffusion", default_block_size=r.integer("block_size"))
+        fields.update(generation_kind="block_diffusion", default_block_size=r.integer(BLOCK_DIFFUSION_MODEL_TYPES[model_type]))
     quantization = config.get("quantization_config", shape_config.get("quantization_config") if prefix else None)
     fields["checkpoint_format"] = checkpoint_format(quantization, quant_config, r)
     if r.errors:

@@ -46,6 +46,7 @@ REAL_CONFIGS = [
     ("kimi-k2.json", 1.04e12, 32.6e9, 61 * 576 * 2),  # DeepSeek-V3 architecture, model_type kimi_k2
     ("dream-7b.json", 7.62e9, None, 2 * 28 * 4 * 128 * 2),  # masked diffusion on Qwen2.5-7B shapes
     ("sdar-8b-chat.json", 8.2e9, None, 2 * 36 * 8 * 128 * 2),  # block diffusion on Qwen3-8B shapes
+    ("fast-dllm-v2-7b.json", 7.61e9, None, 2 * 28 * 4 * 128 * 2),  # block diffusion on Qwen2.5-7B-Instruct shapes
 ]
 
 

@@ -107,6 +107,8 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "max_sequence_length": ("llada-8b.json", [*BAD_REQUIRED, 100_000_001]),
     # sdar (block diffusion on Qwen3 shapes)
     "block_size": ("sdar-8b-chat.json", BAD_REQUIRED),
+    # Fast_dLLM_Qwen (block diffusion on Qwen2.5 shapes)
+    "bd_size": ("fast-dllm-v2-7b.json", BAD_REQUIRED),
     # llama 4 (its shapes under text_config; the keys inside are checked in test_hf_import_formats.py)
     "text_config": (LLAMA4, ["abc", [], 5]),
     # the checkpoint's weight format

@@ -66,6 +66,7 @@ REAL_CONFIGS = [
     ("nemotron-3.5-lightning-30b-a3b-nvfp4", "nemotron-3.5-lightning-30b-a3b-nvfp4.hf_quant_config", None, None, 2 * 6 * 2 * 128 * 2),
     ("dream-7b", None, 7.62e9, None, 2 * 28 * 4 * 128 * 2),  # its checkpoint's 7.616e9 (the name's '7B' is a label)
     ("sdar-8b-chat", None, 8.2e9, None, 2 * 36 * 8 * 128 * 2),  # Qwen3-8B's card (SDAR continues Qwen3-8B-Base)
+    ("fast-dllm-v2-7b", None, 7.61e9, None, 2 * 28 * 4 * 128 * 2),  # Qwen2.5-7B-Instruct's card; the checkpoint's 7.616e9
 ]
 
 
@@ -160,8 +161,18 @@ def test_sdar_is_a_block_diffusion_model_on_qwen3_shapes_with_its_block_size():
         fields_from_hf_config({k: v for k, v in _load("sdar-8b-chat").items() if k != "block_size"})
 
 
+def test_fast_dllm_v2_is_a_block_diffusion_model_on_qwen25_shapes_with_its_bd_size():
+    fast, qwen = _import("fast-dllm-v2-7b"), _import("qwen2.5-7b")
+    keys = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size")
+    assert {k: fast[k] for k in (*keys, "total_params")} == {k: qwen[k] for k in (*keys, "total_params")}
+    assert (fast["generation_kind"], fast["default_block_size"]) == ("block_diffusion", 32)
+    assert "sliding_window_layers" not in fast  # layer_types lists every layer as full_attention
+    with pytest.raises(ConfigError, match="bd_size"):  # a block-diffusion model without its block size is refused
+        fields_from_hf_config({k: v for k, v in _load("fast-dllm-v2-7b").items() if k != "bd_size"})
+
+
 def test_diffusion_rows_hold_their_configs_generation_kind_and_block_size(catalog):
-    for slug in ("llada-8b", "dream-7b", "sdar-8b-chat"):
+    for slug in ("llada-8b", "dream-7b", "sdar-8b-chat", "fast-dllm-v2-7b"):
         fields, row = _import(slug), ModelArch.objects.get(slug=slug)
         assert (row.generation_kind, row.default_block_size) == (fields["generation_kind"], fields.get("default_block_size")), slug
 
