@@ -13,9 +13,9 @@ GLM-4.5/4.6/4.7 (glm4_moe: GQA, `first_k_dense_replace` dense layers, routed + s
 (every layer MoE of `num_local_experts`), Gemma 3 (local sliding-window layers, 5 of every 6 by default, and
 the text config's class defaults where the published config leaves keys out), Phi-3/Phi-4 (the Llama key set),
 the diffusion LLMs Dream (Qwen2.5 shapes) and LLaDA (OLMo key names), and the block-diffusion SDAR (Qwen3 shapes,
-its block size in `block_size`) and Fast-dLLM v2 (Qwen2.5 shapes, its block size in `bd_size`). The checkpoint's weight format comes from `quantization_config` (config.json) or
-`hf_quant_config.json` (NVIDIA ModelOpt). Every problem is reported against the config key it came from, so an
-API client sees which field is wrong.
+its block size in `block_size`) and Fast-dLLM v2 (Qwen2.5 shapes, its block size in `bd_size`). The checkpoint's
+weight format comes from `quantization_config` (config.json) or `hf_quant_config.json` (NVIDIA ModelOpt). Every
+problem is reported against the config key it came from, so an API client sees which field is wrong.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ import datetime as dt
 import json
 
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from hwcatalog.freshness import STALE_AFTER_DAYS, WARN_AFTER_DAYS
 from hwcatalog.selectors import price_freshness
@@ -18,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--today", type=dt.date.fromisoformat, default=None, help="the date to age prices from (default: today)")
 
     def handle(self, *args, as_json: bool, today: dt.date | None, **options):
-        report = price_freshness(today=today or dt.date.today())
+        report = price_freshness(today=today or timezone.localdate())  # the page's today too
         summary, ages, unpriced = report.summary, [age for _, age in report.rows], report.unpriced
         if as_json:
             rows = [{**a.__dict__, "as_of": a.as_of.isoformat()} for a in ages]
