@@ -26,6 +26,7 @@ from accounts.throttling import UiWriteRateThrottle, rate_limited
 from frontend import charts, compare, explain, forms
 from frontend import validation_cards as cards
 from frontend.templatetags.hwformat import gb, num, params, si, usd
+from hwcatalog import architecture
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.freshness import STALE_AFTER_DAYS, WARN_AFTER_DAYS
@@ -625,6 +626,14 @@ def model_detail(request: HttpRequest, slug: str) -> HttpResponse:
     ]  # fmt: skip
     if model.is_moe:
         fields.insert(5, ("Experts", f"{model.num_experts} ({model.experts_per_token} per token, {model.num_shared_experts or 0} shared)"))
+    checkpoint = model.checkpoint_format
+    if checkpoint and architecture.WEIGHT_FORMAT_BITS[checkpoint] < 16:
+        kept = (model.sixteen_bit_modules or {}).get(checkpoint, [])
+        dtype = architecture.FORMAT_DTYPE[checkpoint]
+        label = f"Weights at {model.get_checkpoint_format_display()} (the checkpoint: {architecture.WEIGHT_FORMAT_BITS[checkpoint]:g} bits a weight"
+        label += f"; {', '.join(m.replace('_', ' ') for m in kept)} in 16 bits)" if kept else ")"
+        at = next(i for i, (name, _) in enumerate(fields) if name == "Weights at BF16") + 1
+        fields.insert(at, (label, gb(model.weight_bytes(dtype))))
     if model.default_block_size:
         fields.append(("Default block size", num(model.default_block_size)))
     return render(request, "frontend/model_detail.html", {"model": model, "fields": fields})

@@ -22,6 +22,59 @@ DTYPE_BYTES: dict[str, float] = {
     "fp4": 0.5,
 }
 
+# Bits one stored weight takes in each checkpoint format, its block scales included (a format's dtype
+# is FORMAT_DTYPE's; docs/planner_math.md#units-and-data-types). Weights are counted by these, KV
+# elements and activations by DTYPE_BYTES.
+WEIGHT_FORMAT_BITS: dict[str, float] = {
+    "fp32": 32.0,
+    "bf16": 16.0,
+    "fp16": 16.0,
+    "fp8": 8.0,  # one fp32 scale per matrix
+    # DeepSeek-V3's quantization_config weight_block_size [128, 128]: one fp32 scale per 128 x 128 block.
+    "fp8_block": 8.0 + 32.0 / (128 * 128),
+    "int8": 8.0,  # per-channel scales: one 16-bit value per output row, under 0.01 bit per weight here
+    # AWQ / GPTQ with group size 128 (the published int4 checkpoints): a 16-bit scale and a packed
+    # 4-bit zero point per group of 128 weights.
+    "int4": 4.0 + (16.0 + 4.0) / 128,
+    # OCP Microscaling Formats (MX) v1.0: 32 E2M1 elements share one 8-bit E8M0 scale.
+    "mxfp4": 4.0 + 8.0 / 32,
+    # NVIDIA NVFP4 (Blackwell): 16 E2M1 elements share one FP8 E4M3 scale; the per-tensor fp32
+    # scale beside it is negligible (hf_quant_config.json of nvidia/*-NVFP4: group_size 16).
+    "nvfp4": 4.0 + 8.0 / 16,
+}
+FORMAT_DTYPE: dict[str, str] = {
+    "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8", "int8": "int8", "int4": "int4",
+    "mxfp4": "fp4", "nvfp4": "fp4",
+}  # fmt: skip
+# The format a plan at a dtype stores its weights in unless the model's own checkpoint is another
+# format of that dtype: fp4 is NVFP4, the format NVIDIA's pre-quantised checkpoints ship (MXFP4 where
+# the checkpoint is MXFP4, as gpt-oss's is).
+DEFAULT_WEIGHT_FORMAT: dict[str, str] = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "int8", "int4": "int4", "fp4": "nvfp4"}
+# Formats whose checkpoints keep the embeddings and the LM head in 16 bits: NVIDIA ModelOpt's FP8 and
+# NVFP4 exports exclude lm_head (hf_quant_config.json exclude_modules), DeepSeek-V3's block-scaled FP8
+# checkpoint and gpt-oss's MXFP4 one keep a bf16 head (modules_to_not_convert: lm_head). The weight-only
+# int8/int4 the measured engines run quantise the head with the rest: gpt-fast's quantize.py replaces
+# every nn.Linear, the output layer included; llama.cpp's Q4_K_M stores output.weight at Q6_K.
+SIXTEEN_BIT_HEAD_FORMATS: tuple[str, ...] = ("fp8", "fp8_block", "mxfp4", "nvfp4")
+# Modules a quantised checkpoint may keep in 16 bits beyond the embeddings and LM head:
+# - attention: every attention projection (gpt-oss: model.layers.*.self_attn);
+# - attention_inputs: the attention's input projections, its output projection quantised
+#   (nvidia/DeepSeek-V3.1-NVFP4 excludes q_a/q_b/kv_a/kv_b_proj, not o_proj);
+# - router: the MoE gates (gpt-oss: model.layers.*.mlp.router);
+# - shared_experts: a MoE layer's shared experts (Kimi K2.5's int4 and K2.6's NVFP4 checkpoints);
+# - dense_ffn: the FFNs of the layers without experts (Kimi K2.6 NVFP4 excludes layer 0, K2.5 mlp.*_proj).
+SIXTEEN_BIT_MODULES: tuple[str, ...] = ("attention", "attention_inputs", "router", "shared_experts", "dense_ffn")
+SIXTEEN_BIT_BYTES = DTYPE_BYTES["bf16"]
+
+
+def weight_format(dtype: str, checkpoint_format: str = "") -> str:
+    """The format weights at `dtype` are stored in: the checkpoint's own when it is of that dtype."""
+    return checkpoint_format if FORMAT_DTYPE.get(checkpoint_format) == dtype else DEFAULT_WEIGHT_FORMAT[dtype]
+
+
+def weight_bytes_per_param(weight_format_name: str) -> float:
+    return WEIGHT_FORMAT_BITS[weight_format_name] / 8.0
+
 
 def bytes_per_element(dtype: str) -> float:
     try:
@@ -185,6 +238,12 @@ def attention_params_per_layer(shape: ArchShape) -> int:
     return q + kv + out
 
 
+def attention_output_params_per_layer(shape: ArchShape) -> int:
+    """The attention's output projection (heads x value dim -> d)."""
+    value_dim = (shape.v_head_dim or 0) if shape.is_mla else shape.head_dim
+    return shape.num_attention_heads * value_dim * shape.hidden_size
+
+
 def ffn_params(hidden_size: int, intermediate_size: int, ffn_kind: str) -> int:
     matrices = 3 if ffn_kind == "gated" else 2
     return matrices * hidden_size * intermediate_size
@@ -279,5 +338,41 @@ def kv_cache_bytes_per_token(shape: ArchShape, dtype: str) -> float:
     return kv_cache_elements_per_token(shape) * bytes_per_element(dtype)
 
 
-def weight_bytes(shape: ArchShape, dtype: str) -> float:
-    return parameter_count(shape) * bytes_per_element(dtype)
+def sixteen_bit_module_params(shape: ArchShape, modules) -> int:
+    """Parameters of the SIXTEEN_BIT_MODULES named in `modules` (the embeddings and LM head apart)."""
+    unknown = set(modules) - set(SIXTEEN_BIT_MODULES)
+    if unknown:
+        raise ValueError(f"unknown 16-bit modules {sorted(unknown)}; expected some of {', '.join(SIXTEEN_BIT_MODULES)}")
+    total = 0
+    if "attention" in modules:
+        total += attention_layer_count(shape) * attention_params_per_layer(shape)
+    elif "attention_inputs" in modules:
+        total += attention_layer_count(shape) * (attention_params_per_layer(shape) - attention_output_params_per_layer(shape))
+    moe_layers = _moe_layers(shape)
+    if "router" in modules:
+        total += moe_layers * shape.hidden_size * (shape.num_experts or 0)
+    if "shared_experts" in modules:
+        total += moe_layers * (shape.num_shared_experts or 0) * params_per_shared_expert(shape)
+    if "dense_ffn" in modules:
+        total += (ffn_layer_count(shape) - moe_layers) * ffn_params(shape.hidden_size, shape.intermediate_size, shape.ffn_kind)
+    return total
+
+
+def sixteen_bit_params(shape: ArchShape, weight_format_name: str, modules=()) -> tuple[int, int]:
+    """(stored, streamed): the parameters a checkpoint in this format keeps in 16 bits, and of them
+    those a forward reads in full (the LM head where the format keeps it, SIXTEEN_BIT_HEAD_FORMATS, and
+    the listed modules; an untied input embedding is only gathered). None for a 16/32-bit format."""
+    if WEIGHT_FORMAT_BITS[weight_format_name] >= 16:
+        return 0, 0
+    head = weight_format_name in SIXTEEN_BIT_HEAD_FORMATS
+    streamed = (lm_head_params(shape) if head else 0) + sixteen_bit_module_params(shape, modules)
+    return streamed + (embedding_params(shape) if head and not shape.tie_word_embeddings else 0), streamed
+
+
+def weight_bytes(shape: ArchShape, dtype: str, checkpoint_format: str = "", sixteen_bit_modules=None) -> float:
+    """Stored bytes of the weights at `dtype`, in the format it is stored in (weight_format), its
+    16-bit parts at 16 bits; `sixteen_bit_modules` maps a checkpoint format to the modules it keeps
+    in 16 bits (ModelArch.sixteen_bit_modules)."""
+    name = weight_format(dtype, checkpoint_format)
+    stored, _ = sixteen_bit_params(shape, name, (sixteen_bit_modules or {}).get(name, ()))
+    return (parameter_count(shape) - stored) * weight_bytes_per_param(name) + stored * SIXTEEN_BIT_BYTES

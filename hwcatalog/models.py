@@ -301,6 +301,11 @@ class ModelArch(Sourced):
         max_length=16, blank=True, default="", choices=CheckpointFormat.choices,
         help_text="The published checkpoint's weight format, read from quantization_config / hf_quant_config.json.",
     )
+    sixteen_bit_modules = models.JSONField(
+        default=dict, blank=True,
+        help_text="Per checkpoint format below 16 bits (mxfp4, nvfp4, ...), the modules its checkpoint keeps in 16 bits beyond the "
+        "embeddings and LM head (attention, attention_inputs, router), read from modules_to_not_convert / exclude_modules.",
+    )  # fmt: skip
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
 
     class Meta:
@@ -341,8 +346,9 @@ class ModelArch(Sourced):
 
     def weight_bytes(self, dtype: str = "bf16") -> float:
         """Bytes of the shape-derived parameter count at a dtype (what the planner counts; the published
-        count is a rounded label)."""
-        return self.parameter_count() * architecture.bytes_per_element(dtype)
+        count is a rounded label), in the format it is stored in: block scales counted, the embeddings, LM
+        head and the checkpoint's 16-bit modules at 16 bits (architecture.weight_bytes)."""
+        return architecture.weight_bytes(self.shape(), dtype, self.checkpoint_format, self.sixteen_bit_modules)
 
 
 class CatalogVersion(models.Model):

@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from hwcatalog import architecture
+
 # Upper bounds that no real part or model reaches; they stop absurd sizes early.
 MAX_PARAMS = 100e12
 MAX_DIM = 1_000_000
@@ -108,7 +110,28 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
     message = validate_names(data.get("hf_aliases", []), pattern=HF_ID, what="Hugging Face repository ids (ORG/NAME)")
     if message:
         errors["hf_aliases"] = message
+    message = sixteen_bit_modules_error(data.get("sixteen_bit_modules"))
+    if message:
+        errors["sixteen_bit_modules"] = message
     return errors
+
+
+def sixteen_bit_modules_error(value: Any) -> str | None:
+    """What is wrong with a {format: [module, ...]} map of the modules a quantised checkpoint keeps in 16 bits."""
+    if value in (None, {}):
+        return None
+    formats = sorted(name for name, bits in architecture.WEIGHT_FORMAT_BITS.items() if bits < 16)
+    modules = architecture.SIXTEEN_BIT_MODULES
+    if not isinstance(value, dict):
+        return f"An object mapping a weight format ({', '.join(formats)}) to a list of modules ({', '.join(modules)})."
+    for name, listed in value.items():
+        if name not in formats:
+            return f"{name!r} is not a weight format below 16 bits: one of {', '.join(formats)}."
+        if not isinstance(listed, list) or not listed or not all(isinstance(m, str) and m in modules for m in listed) or len(set(listed)) != len(listed):
+            return f"{name}: a list of distinct modules among {', '.join(modules)}."
+        if {"attention", "attention_inputs"} <= set(listed):
+            return f"{name}: attention already holds attention_inputs; give one of them."
+    return None
 
 
 def _layer_kind_errors(data: Mapping[str, Any]) -> Errors:

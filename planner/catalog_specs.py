@@ -38,6 +38,8 @@ def model_spec(model: ModelArch, *, num_layers: int | None = None) -> ModelSpec:
         generation_kind=model.generation_kind,
         default_block_size=model.default_block_size,
         max_context_tokens=model.max_context_tokens,
+        checkpoint_format=model.checkpoint_format,
+        sixteen_bit_modules=model.sixteen_bit_modules or {},
     )
 
 

@@ -278,6 +278,9 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
         fields.update(generation_kind="block_diffusion", default_block_size=r.integer(BLOCK_DIFFUSION_MODEL_TYPES[model_type]))
     quantization = config.get("quantization_config", shape_config.get("quantization_config") if prefix else None)
     fields["checkpoint_format"] = checkpoint_format(quantization, quant_config, r)
+    kept = sixteen_bit_modules(quantization, quant_config)
+    if kept and fields["checkpoint_format"]:
+        fields["sixteen_bit_modules"] = {fields["checkpoint_format"]: kept}
     if r.errors:
         raise ConfigError(r.errors)
     shape = architecture.ArchShape(**{k: fields.get(k) for k in architecture.ArchShape.__dataclass_fields__ if k in fields})
@@ -570,6 +573,58 @@ def checkpoint_format(quantization_config: Any, quant_config: dict[str, Any] | N
         return ""
     r.errors["quantization_config"] = f"quant_method {method!r} is not supported (fp8, mxfp4, nvfp4, awq, gptq, compressed-tensors, modelopt)."
     return ""
+
+
+def _excluded_patterns(quantization_config: Any, quant_config: dict[str, Any] | None) -> list[str]:
+    """The module patterns a checkpoint leaves unquantised: ModelOpt's exclude_modules, transformers'
+    modules_to_not_convert, compressed-tensors' ignore."""
+    if quant_config is not None and isinstance(quant_config.get("quantization"), dict):
+        listed = quant_config["quantization"].get("exclude_modules")
+    elif isinstance(quantization_config, dict):
+        listed = next((quantization_config[k] for k in ("exclude_modules", "modules_to_not_convert", "ignore") if k in quantization_config), None)
+    else:
+        listed = None
+    return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+
+
+_ATTENTION_INPUTS = ("q_proj", "k_proj", "v_proj", "qkv_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+
+
+def _pattern_tail(pattern: str) -> str:
+    """A module pattern without its regex marker and trailing wildcards: 're:.*self_attn.*' -> '.*self_attn'."""
+    text = pattern.removeprefix("re:")
+    while text.endswith(("*", ".")):
+        text = text[:-1]
+    return text
+
+
+def sixteen_bit_modules(quantization_config: Any, quant_config: dict[str, Any] | None) -> list[str]:
+    """The modules (architecture.SIXTEEN_BIT_MODULES) a quantised checkpoint keeps in 16 bits, read off
+    its exclusion list: every attention projection or only its inputs, the MoE router, the shared
+    experts, the dense layers' FFNs (a whole first layer excluded, as Kimi-K2.6-NVFP4's, is its dense
+    FFN). The embeddings and LM head count as 16-bit under every quantised format already; patterns
+    for parts the planner does not model (a vision tower, MTP layers) are passed over."""
+    attention, projections, kept = False, set(), set()
+    for pattern in _excluded_patterns(quantization_config, quant_config):
+        text = _pattern_tail(pattern)
+        last = text.rsplit(".", 1)[-1]
+        if "self_attn" in text:
+            if text.endswith("self_attn"):
+                attention = True
+            elif last in _ATTENTION_INPUTS or last == "o_proj":
+                projections.add(last)
+        if last == "router" or text.endswith("mlp.gate"):
+            kept.add("router")
+        if "shared_expert" in text:
+            kept.add("shared_experts")
+        dense = "mlp" in text and "expert" not in text and any(name in text for name in ("gate_proj", "up_proj", "down_proj", "(gate|up"))
+        if dense or (text.endswith("model.layers.0") and "mtp" not in text):
+            kept.add("dense_ffn")
+    if attention or "o_proj" in projections:
+        kept.add("attention")
+    elif projections:
+        kept.add("attention_inputs")
+    return [name for name in architecture.SIXTEEN_BIT_MODULES if name in kept]
 
 
 def _compressed_tensors_format(quantization_config: dict[str, Any], r: _Reader) -> str:

@@ -71,9 +71,10 @@ Calibration = Mapping[tuple[str, str], Efficiency]
 # Weight-only quantised decode streams fewer bytes but dequantises them on the
 # fly, so it reaches a smaller share of peak bandwidth. gpt-fast on A100
 # (README @32971d3): Llama-2-7B bf16 104.9 tok/s x 13.5 GB = 69% of 2.04 TB/s,
-# int8 155.6 x 6.7 GB = 51% (x0.75), int4 g32 196.8 x 3.4 GB = 33% (x0.5; the
-# group scales add ~1 bit per weight on top). llama.cpp Q4_K_M shows a milder
-# drop; we take x0.75 for int8 and x0.6 for int4 as defaults for every chip.
+# int8 155.6 x 6.7 GB = 51% (x0.75), int4 g32 196.8 x 4.1 GB = 40% (x0.59: its
+# bf16 group scales and zeros make 5 bits a weight; the engine counts the int4
+# format's group-128 4.16, architecture.WEIGHT_FORMAT_BITS). llama.cpp Q4_K_M
+# shows a milder drop; we take x0.75 for int8 and x0.6 for int4 for every chip.
 _WEIGHT_ONLY_BANDWIDTH_SCALE = {"int8": 0.75, "int4": 0.6}
 
 

@@ -21,7 +21,7 @@ from .memory import memory_fit
 from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
 from .serving import serving_metrics
 from .specs import ChipSpec, ModelSpec, Workload
-from .units import DTYPE_BYTES
+from .units import SIXTEEN_BIT_BYTES
 
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
 
@@ -65,7 +65,7 @@ def evaluate(
 def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
     chips, decodings, workload = context.chips, context.decodings, context.workload
     compute = context.compute
-    hw = candidate_hardware(chip_table(chips), grid, compute, context.efficiency)
+    hw = candidate_hardware(chip_table(chips), grid, compute, context.efficiency, context.model.weight_tables)
     shared = _shared(context, grid, hw)
     parts = []
     for d, index in enumerate(_decoding_blocks(grid.decoding_index, len(decodings))):
@@ -253,7 +253,8 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     tp, pp = grid.tensor_parallel, grid.pipeline_parallel
     adp = grid.attention_data_parallel
     per_replica = tp * pp * adp
-    min_chips_for_weights = np.ceil(model.total_params * hw.weight_bytes_per_param / hw.usable_memory_bytes)
+    weights_bytes = model.total_params * hw.weight_bytes_per_param + hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
+    min_chips_for_weights = np.ceil(weights_bytes / hw.usable_memory_bytes)
     context_tokens = workload.context_tokens
     inf = np.inf
     checks = [
@@ -277,7 +278,7 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
 
 
 def weights_total_bytes(model: ModelSpec, weight_dtype: str) -> float:
-    return model.total_params * DTYPE_BYTES[weight_dtype]
+    return model.weight_bytes(weight_dtype)
 
 
 def lpu_min_chips(model: ModelSpec, chip: ChipSpec, weight_dtype: str) -> int:

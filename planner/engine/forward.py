@@ -23,7 +23,7 @@ from hwcatalog.architecture import experts_touched
 from .hardware import CandidateHardware
 from .parallel import expert_all_to_all_s, pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
-from .units import ACTIVATION_PASSES_PER_LAYER
+from .units import ACTIVATION_PASSES_PER_LAYER, SIXTEEN_BIT_BYTES
 
 COMPUTE, MEMORY, INTERCONNECT = 0, 1, 2
 BOUND_NAMES = ("compute", "memory", "interconnect")
@@ -140,7 +140,12 @@ def forward_cost(
     flop_ranks = tp * pp * adp if split else tp * pp
     attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks
     flops = tokens * 2.0 * model.matmul_params * flop_scale / flop_ranks + attention_flops
-    weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+    # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
+    # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math
+    # (ModelSpec.weight_layout); a draft model passing its own width keeps none apart.
+    sixteen = hw.sixteen_bit_streamed_params if weight_bytes_per_param is None else 0.0
+    weights = (params_read(model, tokens, expert_shards=adp if split else None) * beta_w + sixteen * (SIXTEEN_BIT_BYTES - beta_w)) / (tp * pp)
+    sixteen_flops = tokens * 2.0 * sixteen * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its
@@ -164,7 +169,7 @@ def forward_cost(
     # attention's own peak (hardware._attention_peak), whatever the weights' format.
     attention_peak = hw.attention_peak_flops_per_s if peak_flops_per_s is None else np.minimum(hw.attention_peak_flops_per_s, peak)
     attention_flops_per_s = hw.compute_fraction * np.maximum(attention_peak, 1e-30)
-    compute_stage = (flops - attention_flops - expert_flops) / achieved_flops_per_s + attention_flops / attention_flops_per_s
+    compute_stage = (flops - attention_flops - expert_flops - sixteen_flops) / achieved_flops_per_s + (attention_flops + sixteen_flops) / attention_flops_per_s
     if model.is_moe:
         expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * achieved_flops_per_s)
         compute_stage = compute_stage + expert_compute_stage

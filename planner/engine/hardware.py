@@ -12,7 +12,7 @@ from .chips import policy_for
 from .dtypes import ComputeTable
 from .efficiency import EfficiencyTable
 from .grid import CandidateGrid
-from .specs import ChipSpec
+from .specs import ChipSpec, WeightTables
 from .units import (
     CHIP_KIND_CODE,
     DEFAULT_LINK_LATENCY_S,
@@ -106,7 +106,11 @@ class CandidateHardware:
     link_latency_s: np.ndarray  # per TP collective: link alpha (the network's past a node) + software overhead
     expert_link_latency_s: np.ndarray  # the same for the expert-parallel all-to-all
     p2p_bytes_per_s: np.ndarray  # between pipeline stages
-    weight_bytes_per_param: np.ndarray
+    weight_bytes_per_param: np.ndarray  # of the weights' stored format, block scales included (ModelSpec.weight_layout)
+    # Parameters the format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules): all
+    # of them stored, those a forward reads in full streamed; 0 for 16/32-bit weights.
+    sixteen_bit_stored_params: np.ndarray
+    sixteen_bit_streamed_params: np.ndarray
     kv_bytes_per_element: np.ndarray
     activation_bytes: np.ndarray
     tdp_watts: np.ndarray
@@ -132,8 +136,10 @@ def _attention_peak(compute: ComputeTable, c: np.ndarray, w: np.ndarray, kv: np.
 
 
 def candidate_hardware(
-    table: ChipTable, grid: CandidateGrid, compute: ComputeTable, efficiency: EfficiencyTable
+    table: ChipTable, grid: CandidateGrid, compute: ComputeTable, efficiency: EfficiencyTable, weights: WeightTables | None = None
 ) -> CandidateHardware:
+    """`weights`: the model's weight formats (ModelSpec.weight_tables); without them every weight takes
+    its dtype's bytes (DTYPE_BYTES) and none is kept in 16 bits."""
     c, w = grid.chip_index, grid.weight_dtype
     tp = grid.tensor_parallel.astype(float)
     pp = grid.pipeline_parallel.astype(float)
@@ -190,7 +196,9 @@ def candidate_hardware(
         link_latency_s=np.where(tp_spans, network_latency, latency),
         expert_link_latency_s=np.where(ep_spans, network_latency, latency),
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
-        weight_bytes_per_param=DTYPE_BYTES_ARRAY[w],
+        weight_bytes_per_param=DTYPE_BYTES_ARRAY[w] if weights is None else weights.bytes_per_param[w],
+        sixteen_bit_stored_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_stored_params[w],
+        sixteen_bit_streamed_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_streamed_params[w],
         kv_bytes_per_element=DTYPE_BYTES_ARRAY[grid.kv_dtype],
         # Activations and all-reduce messages stay 16-bit, fp32 only on fp32 math.
         activation_bytes=np.where(compute_code == DTYPE_CODE["fp32"], 4.0, 2.0),

@@ -18,7 +18,7 @@ import numpy as np
 
 from .hardware import CandidateHardware
 from .specs import ModelSpec
-from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, LOGIT_BYTES, PREFILL_CHUNK_TOKENS, paged_tokens  # noqa: F401 (re-exported)
+from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, LOGIT_BYTES, PREFILL_CHUNK_TOKENS, SIXTEEN_BIT_BYTES, paged_tokens  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from .decoding.base import ResidentModel
@@ -58,11 +58,14 @@ def memory_fit(
     adp = hw.attention_data_parallel
     # Attention data parallelism replicates the dense weights over its adp attention replicas and
     # spreads the routed experts over all tp*adp ranks of the replica.
+    # Parameters a format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules) are dense:
+    # they take 16 bits in place of the format's width, on every attention replica.
+    sixteen = hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
     if hw.any_attention_dp:
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
-        weights = np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param / shards
+        weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
     else:
-        weights, adp = model.total_params * hw.weight_bytes_per_param / shards, 1.0
+        weights, adp = (model.total_params * hw.weight_bytes_per_param + sixteen) / shards, 1.0
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards

@@ -18,7 +18,7 @@ from .fields import ARRAY_FIELDS
 from .forward import BOUND_NAMES, PhaseCost
 from .grid import CandidateGrid
 from .specs import ChipSpec, ModelSpec, Workload
-from .units import DTYPE_BYTES, DTYPES
+from .units import DTYPES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +126,7 @@ class Results:
             tensor_parallel=int(g.tensor_parallel[i]),
             pipeline_parallel=int(g.pipeline_parallel[i]),
             num_attention_heads=model.num_attention_heads,
-            weights_total_bytes=model.total_params * DTYPE_BYTES[dtype],
+            weights_total_bytes=model.weight_bytes(dtype),
             weights_per_chip_bytes=float(self.weights_bytes_per_chip[i]),
             chip_memory_bytes=float(policy_for(chip).weight_home_bytes(chip)),
             usable_bytes=float(self.usable_bytes_per_chip[i]),

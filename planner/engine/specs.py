@@ -6,11 +6,14 @@ decoding/, a whole configuration in deployment.py.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
+import numpy as np
+
 from hwcatalog import architecture
-from hwcatalog.architecture import ArchShape
+from hwcatalog.architecture import SIXTEEN_BIT_BYTES, ArchShape
 
 from .attention import Attention, attention_for
 from .units import CHIP_KINDS, DTYPES
@@ -114,8 +117,13 @@ class ModelSpec:
     generation_kind: str = "autoregressive"
     default_block_size: int | None = None
     max_context_tokens: int = 4096
+    # The published checkpoint's weight format (architecture.WEIGHT_FORMAT_BITS) and, per format below
+    # 16 bits, the modules its checkpoint keeps in 16 bits (ModelArch.sixteen_bit_modules).
+    checkpoint_format: str = ""
+    sixteen_bit_modules: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "sixteen_bit_modules", MappingProxyType({k: tuple(v) for k, v in dict(self.sixteen_bit_modules).items()}))
         if self.generation_kind not in GENERATION_KINDS:
             raise ValueError(f"{self.slug}: generation_kind must be one of {GENERATION_KINDS}")
         try:
@@ -217,6 +225,52 @@ class ModelSpec:
     @property
     def vocab_size(self) -> int:
         return int(round(self.lm_head_params / self.hidden_size)) if self.hidden_size else 0
+
+    def weight_layout(self, dtype: str) -> WeightLayout:
+        """How weights at `dtype` are stored: the format (the checkpoint's own where it is of that dtype),
+        its bytes per weight with block scales, and the parameters kept in 16 bits (the LM head and
+        embeddings under the fp8 and fp4 formats, architecture.SIXTEEN_BIT_HEAD_FORMATS, and the
+        checkpoint's listed modules)."""
+        name = architecture.weight_format(dtype, self.checkpoint_format)
+        bits = architecture.WEIGHT_FORMAT_BITS[name]
+        if bits >= 16:
+            return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=0.0, sixteen_bit_streamed_params=0.0)
+        head = name in architecture.SIXTEEN_BIT_HEAD_FORMATS
+        streamed = (float(self.lm_head_params) if head else 0.0) + architecture.sixteen_bit_module_params(self.shape, self.sixteen_bit_modules.get(name, ()))
+        stored = streamed + (self.gathered_params if head else 0.0)
+        return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=stored, sixteen_bit_streamed_params=streamed)
+
+    @cached_property
+    def weight_tables(self) -> WeightTables:
+        """weight_layout for every dtype code (units.DTYPES), as the candidate arrays index it."""
+        layouts = [self.weight_layout(name) for name in DTYPES]
+        return WeightTables(
+            bytes_per_param=np.array([w.bytes_per_param for w in layouts]),
+            sixteen_bit_stored_params=np.array([w.sixteen_bit_stored_params for w in layouts]),
+            sixteen_bit_streamed_params=np.array([w.sixteen_bit_streamed_params for w in layouts]),
+        )
+
+    def weight_bytes(self, dtype: str) -> float:
+        """Stored bytes of all the weights at `dtype` (weight_layout)."""
+        w = self.weight_layout(dtype)
+        return (float(self.total_params) - w.sixteen_bit_stored_params) * w.bytes_per_param + w.sixteen_bit_stored_params * SIXTEEN_BIT_BYTES
+
+
+@dataclass(frozen=True, kw_only=True)
+class WeightLayout:
+    weight_format: str
+    bytes_per_param: float  # of the format, block scales included
+    sixteen_bit_stored_params: float  # kept in 16 bits: LM head, embeddings, the checkpoint's listed modules
+    sixteen_bit_streamed_params: float  # of them, read in full by every forward (an untied input embedding is gathered)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WeightTables:
+    """WeightLayout's numbers for every dtype code."""
+
+    bytes_per_param: np.ndarray
+    sixteen_bit_stored_params: np.ndarray
+    sixteen_bit_streamed_params: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hwcatalog.architecture import DTYPE_BYTES
+from hwcatalog.architecture import DTYPE_BYTES, SIXTEEN_BIT_BYTES  # noqa: F401 (SIXTEEN_BIT_BYTES re-exported)
 
 GB = 1e9
 GIB = 2**30

@@ -41,6 +41,14 @@ def test_model_detail_shows_architecture_and_a_plan_link(client, catalog):
     assert response.status_code == 200
     html = response.content.decode()
     assert "KV cache per token" in html and "/?model=llama-3.1-70b" in html
+    assert "the checkpoint" not in html  # a bf16 checkpoint: its bf16 weights are the only size
+
+
+def test_a_quantised_checkpoints_own_size_is_shown_beside_its_bf16_size(client, catalog):
+    fields = dict(client.get("/catalog/models/gpt-oss-120b/").context["fields"])
+    label = "Weights at MXFP4 (the checkpoint: 4.25 bits a weight; attention, router in 16 bits)"
+    assert fields[label] == "65.2 GB"  # the model card's 60.8 GiB
+    assert list(fields).index(label) == list(fields).index("Weights at BF16") + 1
 
 
 def test_compare_two_chips_side_by_side_with_rooflines(client, catalog):

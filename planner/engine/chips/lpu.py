@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from ..efficiency import Efficiency
 from ..specs import ChipSpec, ModelSpec
-from ..units import DTYPE_BYTES
 from .base import ChipPolicy
 
 # Statically scheduled by the compiler, so the per-step overhead is small and
@@ -27,7 +26,7 @@ def sram_bytes(chip: ChipSpec) -> float:
 
 def min_chips(model: ModelSpec, chip: ChipSpec, weight_dtype: str) -> int:
     """Chips an LPU deployment needs just to hold the weights in SRAM."""
-    return math.ceil(model.total_params * DTYPE_BYTES[weight_dtype] / sram_bytes(chip))
+    return math.ceil(model.weight_bytes(weight_dtype) / sram_bytes(chip))
 
 
 @dataclass(frozen=True, kw_only=True)

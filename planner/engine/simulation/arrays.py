@@ -32,4 +32,4 @@ def deployment_arrays(
     )  # fmt: skip
     factors = efficiency_table(chips, calibration=calibration, override=efficiency)
     compute = compute_table(chips)
-    return grid, compute, candidate_hardware(chip_table(chips), grid, compute, factors)
+    return grid, compute, candidate_hardware(chip_table(chips), grid, compute, factors, model.weight_tables)
