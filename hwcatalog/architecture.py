@@ -41,10 +41,14 @@ WEIGHT_FORMAT_BITS: dict[str, float] = {
     # NVIDIA NVFP4 (Blackwell): 16 E2M1 elements share one FP8 E4M3 scale; the per-tensor fp32
     # scale beside it is negligible (hf_quant_config.json of nvidia/*-NVFP4: group_size 16).
     "nvfp4": 4.0 + 8.0 / 16,
+    # llama.cpp's GGUF Q4_K_M: Q4_K blocks with Q6_K for some tensors (the output among them), averaged
+    # over the whole model: 4.8944 bits a weight for Llama-3.1-8B, 4.58 GiB (llama.cpp
+    # tools/quantize/README.md). Weight-only: dequantised and multiplied in 16 bits, as int4.
+    "q4_k_m": 4.8944,
 }
 FORMAT_DTYPE: dict[str, str] = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8", "int8": "int8", "int4": "int4",
-    "mxfp4": "fp4", "nvfp4": "fp4",
+    "mxfp4": "fp4", "nvfp4": "fp4", "q4_k_m": "int4",
 }  # fmt: skip
 # The format a plan at a dtype stores its weights in unless the model's own checkpoint is another
 # format of that dtype: fp4 is NVFP4, the format NVIDIA's pre-quantised checkpoints ship (MXFP4 where

@@ -86,6 +86,7 @@ class MeasuredRow:
     engine: str = ""
     source: str = ""
     notes: str = ""
+    weight_format: str | None = None  # the optional column: the weights' stored format (Deployment.weight_format)
 
 
 def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
@@ -102,7 +103,7 @@ def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
                 output_tokens=int(r["output_tokens"]), decoding=r["decoding"],
                 decoding_params=json.loads(r["decoding_params"]) if r["decoding_params"].strip() else {},
                 metric=r["metric"], value=float(r["value"]), engine=r.get("engine", ""), source=r.get("source", ""),
-                notes=r.get("notes", ""),
+                notes=r.get("notes", ""), weight_format=(r.get("weight_format") or "").strip() or None,
             )
         )  # fmt: skip
     return rows
@@ -139,7 +140,7 @@ def predict_row(
     tp, pp = choose_layout(row, model, chip)
     deployment = Deployment(
         chip=chip, chip_count=row.chip_count, tensor_parallel=tp, pipeline_parallel=pp, weight_dtype=row.weight_dtype,
-        kv_dtype=row.kv_dtype or default_kv_dtype(row.weight_dtype, chip),
+        weight_format=row.weight_format, kv_dtype=row.kv_dtype or default_kv_dtype(row.weight_dtype, chip),
         decoding=decoding_from_params(row.decoding, row.decoding_params, draft),
     )  # fmt: skip
     workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens)

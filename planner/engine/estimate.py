@@ -151,6 +151,7 @@ def evaluate_batches(
     disaggregated: bool = False,
 ) -> Results:
     """One deployment at each of `batches` (concurrent sequences): a grid that differs only in batch."""
+    model = deployment.stored_model(model)
     n = len(batches)
     kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
     grid = CandidateGrid(

@@ -166,12 +166,14 @@ def prompt_tokens_computed(chips: Sequence[ChipSpec], chip_index: np.ndarray, pr
 
 def _prefill(model: ModelSpec, hw: CandidateHardware, tokens: np.ndarray, sequences: np.ndarray):
     """Causal prefill: P^2/2 (query, key) pairs for full attention, i.e. 2*L*H*d_h*P^2 FLOPs,
-    half of LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask (docs/planner_math.md#prefill)."""
+    half of LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask (docs/planner_math.md#prefill).
+    The LM head computes the last position's logits only, as serving engines do (vLLM and TensorRT-LLM
+    gather the last token of each prompt before the head unless asked for every position's logits)."""
     attention = model.attention
     return forward_cost(
         model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=attention.causal_pairs(tokens), kv_read_tokens=0.0,
         kv_write_tokens=attention.kv_held_tokens(tokens), attention_flops_per_pair=attention.prefill_flops_per_pair,
-        extra_overhead_s=hw.prefill_layer_overhead_s * model.num_layers,
+        extra_overhead_s=hw.prefill_layer_overhead_s * model.num_layers, logit_tokens=1.0,
     )  # fmt: skip
 
 

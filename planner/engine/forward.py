@@ -116,6 +116,7 @@ def forward_cost(
     peak_flops_per_s: np.ndarray | None = None,
     flop_scale: float = 1.0,
     extra_overhead_s: np.ndarray | float = 0.0,
+    logit_tokens: np.ndarray | float | None = None,
 ) -> PhaseCost:
     """Cost of a forward where each of `sequences` sequences (per replica) runs
     `new_tokens` query positions against `attention_pairs` (query, key) pairs,
@@ -123,6 +124,8 @@ def forward_cost(
 
     `flop_scale` < 1 skips work on positions (FOCUS); weights are still read.
     The draft model of speculative decoding passes its own dtype and peak.
+    `logit_tokens`: positions per sequence whose logits the LM head computes (None: every new one, as
+    a decode, a verify or a diffusion block needs; a prefill needs its last position's only).
     """
     tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
     beta_w = hw.weight_bytes_per_param if weight_bytes_per_param is None else weight_bytes_per_param
@@ -139,13 +142,17 @@ def forward_cost(
     split = hw.any_attention_dp
     flop_ranks = tp * pp * adp if split else tp * pp
     attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks
-    flops = tokens * 2.0 * model.matmul_params * flop_scale / flop_ranks + attention_flops
+    # The LM head multiplies only the positions whose logits are wanted (its weights are read whole either way).
+    head = float(model.lm_head_params)
+    rows = tokens if logit_tokens is None else seqs * logit_tokens
+    flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math
     # (ModelSpec.weight_layout); a draft model passing its own width keeps none apart.
     sixteen = hw.sixteen_bit_streamed_params if weight_bytes_per_param is None else 0.0
+    sixteen_head = hw.sixteen_bit_head_params if weight_bytes_per_param is None else 0.0
     weights = (params_read(model, tokens, expert_shards=adp if split else None) * beta_w + sixteen * (SIXTEEN_BIT_BYTES - beta_w)) / (tp * pp)
-    sixteen_flops = tokens * 2.0 * sixteen * flop_scale / flop_ranks
+    sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its

@@ -111,6 +111,7 @@ class CandidateHardware:
     # of them stored, those a forward reads in full streamed; 0 for 16/32-bit weights.
     sixteen_bit_stored_params: np.ndarray
     sixteen_bit_streamed_params: np.ndarray
+    sixteen_bit_head_params: np.ndarray  # of the streamed ones, the LM head
     kv_bytes_per_element: np.ndarray
     activation_bytes: np.ndarray
     tdp_watts: np.ndarray
@@ -185,7 +186,8 @@ def candidate_hardware(
         attention_peak_flops_per_s=_attention_peak(compute, c, w, grid.kv_dtype),
         compute_code=compute_code,
         compute_fraction=efficiency.compute_fraction[c, w],
-        bandwidth_fraction=efficiency.bandwidth_fraction[c, w],
+        # A weight format that dequantises at its own rate (GGUF Q4_K_M) replaces its dtype's scale; never past the peak.
+        bandwidth_fraction=efficiency.bandwidth_fraction[c, w] if weights is None else np.minimum(efficiency.bandwidth_fraction[c, w] * weights.bandwidth_ratio[w], 1.0),
         step_overhead_s=efficiency.step_overhead_s[c, w],
         prefill_layer_overhead_s=efficiency.prefill_layer_overhead_s[c, w],
         request_overhead_s=efficiency.request_overhead_s[c, w],
@@ -199,6 +201,7 @@ def candidate_hardware(
         weight_bytes_per_param=DTYPE_BYTES_ARRAY[w] if weights is None else weights.bytes_per_param[w],
         sixteen_bit_stored_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_stored_params[w],
         sixteen_bit_streamed_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_streamed_params[w],
+        sixteen_bit_head_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_head_params[w],
         kv_bytes_per_element=DTYPE_BYTES_ARRAY[grid.kv_dtype],
         # Activations and all-reduce messages stay 16-bit, fp32 only on fp32 math.
         activation_bytes=np.where(compute_code == DTYPE_CODE["fp32"], 4.0, 2.0),

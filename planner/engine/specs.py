@@ -234,20 +234,26 @@ class ModelSpec:
         name = architecture.weight_format(dtype, self.checkpoint_format)
         bits = architecture.WEIGHT_FORMAT_BITS[name]
         if bits >= 16:
-            return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=0.0, sixteen_bit_streamed_params=0.0)
-        head = name in architecture.SIXTEEN_BIT_HEAD_FORMATS
-        streamed = (float(self.lm_head_params) if head else 0.0) + architecture.sixteen_bit_module_params(self.shape, self.sixteen_bit_modules.get(name, ()))
+            return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=0.0, sixteen_bit_streamed_params=0.0,
+                                sixteen_bit_head_params=0.0)  # fmt: skip
+        head = float(self.lm_head_params) if name in architecture.SIXTEEN_BIT_HEAD_FORMATS else 0.0
+        streamed = head + architecture.sixteen_bit_module_params(self.shape, self.sixteen_bit_modules.get(name, ()))
         stored = streamed + (self.gathered_params if head else 0.0)
-        return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=stored, sixteen_bit_streamed_params=streamed)
+        return WeightLayout(weight_format=name, bytes_per_param=bits / 8.0, sixteen_bit_stored_params=stored, sixteen_bit_streamed_params=streamed,
+                            sixteen_bit_head_params=head)  # fmt: skip
 
     @cached_property
     def weight_tables(self) -> WeightTables:
         """weight_layout for every dtype code (units.DTYPES), as the candidate arrays index it."""
+        from .efficiency import format_bandwidth_ratio  # efficiency imports this module's ChipSpec
+
         layouts = [self.weight_layout(name) for name in DTYPES]
         return WeightTables(
+            bandwidth_ratio=np.array([format_bandwidth_ratio(w.weight_format, name) for w, name in zip(layouts, DTYPES)]),
             bytes_per_param=np.array([w.bytes_per_param for w in layouts]),
             sixteen_bit_stored_params=np.array([w.sixteen_bit_stored_params for w in layouts]),
             sixteen_bit_streamed_params=np.array([w.sixteen_bit_streamed_params for w in layouts]),
+            sixteen_bit_head_params=np.array([w.sixteen_bit_head_params for w in layouts]),
         )
 
     def weight_bytes(self, dtype: str) -> float:
@@ -262,15 +268,18 @@ class WeightLayout:
     bytes_per_param: float  # of the format, block scales included
     sixteen_bit_stored_params: float  # kept in 16 bits: LM head, embeddings, the checkpoint's listed modules
     sixteen_bit_streamed_params: float  # of them, read in full by every forward (an untied input embedding is gathered)
+    sixteen_bit_head_params: float  # of those, the LM head (its FLOPs go with the positions whose logits are computed)
 
 
 @dataclass(frozen=True, kw_only=True)
 class WeightTables:
     """WeightLayout's numbers for every dtype code."""
 
+    bandwidth_ratio: np.ndarray  # the format's weight-only bandwidth scale over its dtype's (efficiency.format_bandwidth_ratio)
     bytes_per_param: np.ndarray
     sixteen_bit_stored_params: np.ndarray
     sixteen_bit_streamed_params: np.ndarray
+    sixteen_bit_head_params: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)

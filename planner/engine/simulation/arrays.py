@@ -20,6 +20,7 @@ def deployment_arrays(
     """(grid, compute table, hardware) of `deployment`, one candidate per entry of `batch` (the whole
     deployment's sequences; default one)."""
     batch = np.ones(1) if batch is None else np.asarray(batch, dtype=float)
+    model = deployment.stored_model(model)
     kv = deployment.kv_dtype or default_kv_dtype(deployment.weight_dtype, deployment.chip)
     chips = (deployment.chip,)
     m = len(batch)

@@ -61,6 +61,7 @@ class StepCost:
     compute_s_by_tokens: list[float]  # [token_budget + 1]
     memory_s_by_tokens: list[float]
     fixed_s_by_tokens: list[float]  # communication + per-step overhead
+    compute_s_per_logit_row: float = 0.0  # the LM head over one position (left out of compute_s_by_tokens)
     compute_s_per_prefill_pair: float
     compute_s_per_decode_pair: float
     memory_s_per_kv_token: float
@@ -107,6 +108,7 @@ class StepCost:
         read, decode pairs, prefill pairs, prefill KV tokens read). A closure over local names, as the
         scheduler calls it once per step."""
         compute_t, memory_t, fixed_t = self.compute_s_by_tokens, self.memory_s_by_tokens, self.fixed_s_by_tokens
+        per_logit = self.compute_s_per_logit_row  # a decoding position's logits, and those of the prompt a prefill step finishes
         per_prefill_pair, per_decode_pair = self.compute_s_per_prefill_pair, self.compute_s_per_decode_pair
         per_kv = self.memory_s_per_kv_token
         prefill_overhead = self.prefill_overhead_s
@@ -116,7 +118,8 @@ class StepCost:
             def multi_seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
                 t = prefill_tokens + decode_sequences * q
                 dense = compute_t[t] if scale == 1.0 else compute_t[prefill_tokens] + scale * (compute_t[t] - compute_t[prefill_tokens])
-                compute = dense + per_prefill_pair * prefill_pairs + per_decode_pair * q * decode_pairs
+                logits = per_logit * (decode_sequences * q * (1.0 if scale == 1.0 else scale) + (1 if prefill_tokens else 0))
+                compute = dense + logits + per_prefill_pair * prefill_pairs + per_decode_pair * q * decode_pairs
                 memory = memory_t[t] + per_kv * (decode_kv_tokens + prefill_kv_tokens)
                 step = (compute if compute > memory else memory) + fixed_t[t] + (extra[decode_sequences] if extra else 0.0)
                 return step + prefill_overhead if prefill_tokens else step
@@ -125,7 +128,8 @@ class StepCost:
 
         def seconds(prefill_tokens, decode_sequences, decode_kv_tokens, decode_pairs, prefill_pairs, prefill_kv_tokens):
             t = prefill_tokens + decode_sequences
-            compute = compute_t[t] + per_prefill_pair * prefill_pairs + per_decode_pair * decode_pairs
+            logits = per_logit * (decode_sequences + (1 if prefill_tokens else 0))
+            compute = compute_t[t] + logits + per_prefill_pair * prefill_pairs + per_decode_pair * decode_pairs
             memory = memory_t[t] + per_kv * (decode_kv_tokens + prefill_kv_tokens)
             step = (compute if compute > memory else memory) + fixed_t[t]
             return step + prefill_overhead if prefill_tokens else step
@@ -196,10 +200,15 @@ def step_cost_for(
     tokens = np.arange(budget + 1, dtype=float)
     row = hw.take(np.zeros(budget + 1, dtype=np.int64))
     ones = np.ones(budget + 1)
-    base = forward_cost(model, row, sequences=ones, new_tokens=tokens, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=tokens)
+    # The token table leaves out the LM head's FLOPs, which go with the positions whose logits a step
+    # computes: one per decoding position and one for the prompt a chunk finishes (evaluate._prefill).
+    base = forward_cost(model, row, sequences=ones, new_tokens=tokens, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=tokens,
+                        logit_tokens=0.0)  # fmt: skip
     attention = model.attention
     one = np.ones(1)
     zero = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=one)
+    headless = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=one,
+                            logit_tokens=0.0)  # fmt: skip
     prefill_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
                                  attention_flops_per_pair=attention.prefill_flops_per_pair)  # fmt: skip
     decode_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
@@ -212,6 +221,7 @@ def step_cost_for(
         compute_s_by_tokens=base.compute_s.tolist(),
         memory_s_by_tokens=base.memory_s.tolist(),
         fixed_s_by_tokens=(base.comm_s + base.overhead_s).tolist(),
+        compute_s_per_logit_row=float((zero.compute_s - headless.compute_s)[0]),
         compute_s_per_prefill_pair=float((prefill_pairs.compute_s - zero.compute_s)[0] / _PROBE),
         compute_s_per_decode_pair=float((decode_pairs.compute_s - zero.compute_s)[0] / _PROBE),
         memory_s_per_kv_token=float((kv_read.memory_s - zero.memory_s)[0] / _PROBE),

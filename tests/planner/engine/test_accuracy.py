@@ -110,3 +110,15 @@ def test_a_batch_the_kv_cache_cannot_hold_runs_what_it_holds_and_says_so():
     # Anything else that stops a configuration still does: the weights of a 70B model on one chip.
     big = read_measurements([HEADER, "w,llama-2-70b,nvidia-h100-sxm,1,1,bf16,bf16,8,128,128,ar,,output_tokens_per_s,1,vLLM,src,"])[0]
     assert not predict_row(big, llama_2_70b(), h100_sxm()).fits
+
+
+def test_an_optional_weight_format_column_is_read_and_predicted_with():
+    header = HEADER + ",weight_format"
+    line = "r,llama-3.1-8b,nvidia-h100-sxm,1,1,int4,bf16,1,0,128,ar,,decode_tokens_per_s_per_user,100,llama.cpp,src,GGUF Q4_K_M,q4_k_m"
+    row = read_measurements([header, line])[0]
+    assert row.weight_format == "q4_k_m"
+    assert read_measurements([HEADER, line.rsplit(",", 1)[0]])[0].weight_format is None  # the column is optional
+    from .factories import llama_3_1_8b
+
+    gguf = predict_row(row, llama_3_1_8b(), h100_sxm())
+    assert gguf.memory.weights_bytes_per_chip == pytest.approx(llama_3_1_8b().total_params * 4.8944 / 8)

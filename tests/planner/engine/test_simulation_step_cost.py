@@ -43,8 +43,9 @@ def test_a_mixed_step_is_one_forward_over_all_its_tokens():
     pairs = (768**2 - 256**2) / 2.0
     got = cost.step_time_s(prefill_tokens=512, decode_sequences=32, decode_context_tokens=64_000, prefill_pairs=pairs,
                            prefill_kv_read_tokens=256)  # fmt: skip
+    # Logits for the 32 decoding positions and the one the prefill chunk finishes its prompt with.
     expected = _forward_s(model, deployment, sequences=1, new_tokens=544, attention_pairs=pairs + 64_000, kv_read_tokens=64_256,
-                          kv_write_tokens=544)  # fmt: skip
+                          kv_write_tokens=544, logit_tokens=33)  # fmt: skip
     # The prefill pays its un-captured kernel launches once per step (evaluate._prefill's extra overhead).
     assert got == pytest.approx(expected + cost.prefill_overhead_s, rel=1e-9)
 

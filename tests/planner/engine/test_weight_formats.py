@@ -62,3 +62,32 @@ def test_weight_only_int4_keeps_nothing_in_16_bits_and_counts_its_group_scales()
     assert (layout.sixteen_bit_stored_params, layout.sixteen_bit_streamed_params) == (0.0, 0.0)
     e = estimate(model, Deployment(chip=h100_sxm(), weight_dtype="int4"), Workload(prompt_tokens=128, output_tokens=128))
     assert e.memory.weights_bytes_per_chip == pytest.approx(model.total_params * (4 + 20 / 128) / 8, rel=1e-9)
+
+
+def test_a_deployment_may_name_its_weights_format_and_q4_k_m_weighs_what_llama_cpp_says():
+    # llama.cpp tools/quantize/README.md: Llama-3.1-8B at Q4_K_M is 4.8944 bits a weight, 4.58 GiB.
+    model, work = llama_3_1_8b(), Workload(prompt_tokens=128, output_tokens=128)
+    q4 = estimate(model, Deployment(chip=h100_sxm(), weight_dtype="int4", weight_format="q4_k_m"), work)
+    assert q4.memory.weights_bytes_per_chip / 2**30 == pytest.approx(4.58, rel=0.005)
+    plain = estimate(model, Deployment(chip=h100_sxm(), weight_dtype="int4"), work)
+    assert plain.memory.weights_bytes_per_chip < q4.memory.weights_bytes_per_chip
+    # llama.cpp's kernels stream Q4_K_M at 0.75 of F16's share (the same table), against 0.6 for group-scaled int4.
+    assert q4.decode.memory_s == pytest.approx(plain.decode.memory_s * (4.8944 / (4 + 20 / 128)) * 0.6 / 0.75, rel=0.02)
+
+
+@pytest.mark.parametrize(("weight_dtype", "weight_format"), [("fp8", "q4_k_m"), ("fp4", "int4"), ("int4", "gguf")])
+def test_a_weight_format_of_another_dtype_is_refused_in_words(weight_dtype, weight_format):
+    with pytest.raises(ValueError, match="weight_format"):
+        Deployment(chip=h100_sxm(), weight_dtype=weight_dtype, weight_format=weight_format)
+
+
+def test_a_prefill_multiplies_the_lm_head_by_its_last_position_only():
+    # Serving engines gather each prompt's last position before the head (vLLM's logits indices; TensorRT-LLM
+    # without gather_context_logits): a 2,000-token prompt does 1,999 fewer head products than it has tokens.
+    model, work = llama_3_1_8b(), Workload(prompt_tokens=2000, output_tokens=16)
+    e = estimate(model, Deployment(chip=h100_sxm()), work)
+    attention_flops = e.prefill.flops_per_chip - 2.0 * (2000 * (model.matmul_params - model.lm_head_params) + model.lm_head_params)
+    assert attention_flops == pytest.approx(model.attention.causal_pairs(2000.0) * model.attention.prefill_flops_per_pair, rel=1e-6)
+    # A decode step still multiplies every sequence's position.
+    decode_flops = estimate(model, Deployment(chip=h100_sxm()), work, batch=4).decode.flops_per_chip
+    assert decode_flops > 4 * 2.0 * model.matmul_params
