@@ -110,6 +110,9 @@ def estimate_response_schema() -> dict[str, Any]:
         tensor_parallel_chosen={"type": "string", "enum": ["auto", "given"], "description": "whether TP was searched or given"},
         chip_kind={"type": "string", "description": "cpu, gpu, tpu, lpu or other"},
         serving_engine={"type": "string", "nullable": True, "description": "the serving engine whose fitted profile it used (null: spec defaults)"},
+        weight_format={"type": "string", "description": "the format the weights are stored in: nvfp4, mxfp4, fp8_block, q4_k_m, ... "
+                       "(block scales counted, docs/planner_math.md#units-and-data-types)"},
+        weight_bits_per_weight={"type": "number", "description": "bits one weight takes in weight_format, its scales included"},
         costs={"type": "array", "items": _cost_object("one offering's price", **priced), "description": "every offering, cheapest first"},
         cost=_cost_object("the cheapest of costs (null: the chip has no offering)", **priced),
         intervals={"type": "object", "additionalProperties": True,

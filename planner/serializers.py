@@ -4,6 +4,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from hwcatalog.architecture import FORMAT_DTYPE
 from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
@@ -183,6 +184,11 @@ class EstimateInputSerializer(WorkloadSerializer):
         help_text="Attention replicas per replica, each with its own KV cache; the experts are spread over all of them.",
     )
     weight_dtype = serializers.ChoiceField(choices=DTYPES, default="bf16")
+    weight_format = serializers.ChoiceField(
+        choices=tuple(FORMAT_DTYPE), required=False,
+        help_text="The format the weights are stored in, one of weight_dtype's (q4_k_m for llama.cpp's GGUF Q4_K_M, nvfp4 or mxfp4 "
+        "for fp4). Unset: the model's checkpoint format of that dtype, else the dtype's default (fp4: nvfp4).",
+    )  # fmt: skip
     kv_dtype = serializers.ChoiceField(choices=DTYPES, required=False)
     batch = IntOrAuto(word="max", minimum=1, maximum=1_000_000, required=False)
     decoding = DecodingSerializer(required=False)
@@ -193,6 +199,11 @@ class EstimateInputSerializer(WorkloadSerializer):
 
     def validate(self, attrs):
         engine = attrs.get("serving_engine")
+        weight_format = attrs.get("weight_format")
+        if weight_format and FORMAT_DTYPE[weight_format] != attrs["weight_dtype"]:
+            raise serializers.ValidationError(
+                {"weight_format": f"{weight_format} stores {FORMAT_DTYPE[weight_format]} weights; weight_dtype is {attrs['weight_dtype']}."}
+            )
         if engine and not profile_covers(attrs["chip"]):
             raise serializers.ValidationError({"serving_engine": f"{engine}'s profile was fitted on NVIDIA GPUs; {attrs['chip'].slug} is not one."})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))

@@ -175,6 +175,9 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
     batch = data.get("batch") or workload.concurrency or 1
 
+    if data.get("weight_format"):  # stored in the named format: its bits, and its sharding on an LPU
+        model_spec = dataclasses.replace(model_spec, checkpoint_format=data["weight_format"])
+
     def run(tp: int, pp: int) -> Evaluation:
         deployment = Deployment(
             chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, pipeline_parallel=pp,
@@ -216,6 +219,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["cost"] = costs[0] if costs else None
     out["chip_kind"] = chip.kind
     out["serving_engine"] = engine
+    layout = model_spec.weight_layout(data["weight_dtype"])
+    out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, round(layout.bytes_per_param * 8.0, 4)
     out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
     out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine))

@@ -120,7 +120,7 @@ def simulation_setup(*, data: dict[str, Any], workload: SimulationWorkload) -> S
 
     def deployment(tp: int) -> Deployment:
         return Deployment(chip=chip_spec, chip_count=data["chip_count"], tensor_parallel=tp, weight_dtype=data["weight_dtype"],
-                          kv_dtype=data.get("kv_dtype"), decoding=decoding)  # fmt: skip
+                          weight_format=data.get("weight_format"), kv_dtype=data.get("kv_dtype"), decoding=decoding)  # fmt: skip
 
     tps = [data["tensor_parallel"]] if data["tensor_parallel"] != "auto" else tensor_parallel_options(model_spec, chip_spec, data["chip_count"])
     evaluations = [(tp, evaluate_deployment(model_spec, deployment(tp), mean, batch=1, efficiency=efficiency, calibration=calibration)) for tp in tps]

@@ -166,3 +166,20 @@ def test_memory_counts_the_parameters_the_shapes_give_not_the_rounded_published_
     body = {**BASE, "model": "llama-3.1-70b", "chip": "nvidia-h200-sxm", "chip_count": 2, "tensor_parallel": 2, "batch": 1}
     memory = anonymous_client.post("/api/v1/estimates/", body, format="json").json()["memory"]
     assert memory["weights_bytes_per_chip"] == pytest.approx(model.parameter_count() * 2 / 2, rel=1e-6)  # 141.1 GB at bf16, over 2 GPUs
+
+
+def test_an_estimate_names_the_format_its_weights_are_stored_in_and_takes_one(catalog, anonymous_client):
+    body = {**BASE, "model": "gpt-oss-120b", "chip": "nvidia-h100-sxm", "weight_dtype": "fp4", "batch": 1}
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert (e["weight_format"], e["weight_bits_per_weight"]) == ("mxfp4", 4.25)  # the checkpoint's own
+    assert e["memory"]["weights_bytes_per_chip"] == pytest.approx(65.17e9, rel=0.002)  # the card's 60.8 GiB
+    gguf = {**BASE, "model": "llama-3.1-8b", "weight_dtype": "int4", "weight_format": "q4_k_m", "batch": 1}
+    q4 = anonymous_client.post("/api/v1/estimates/", gguf, format="json").json()
+    assert q4["weight_format"] == "q4_k_m" and q4["memory"]["weights_bytes_per_chip"] / 2**30 == pytest.approx(4.58, rel=0.005)
+
+
+def test_a_weight_format_of_another_dtype_is_a_400_naming_it(catalog, anonymous_client):
+    response = anonymous_client.post("/api/v1/estimates/", {**BASE, "weight_dtype": "fp8", "weight_format": "q4_k_m"}, format="json")
+    assert response.status_code == 400 and "weight_format" in response.json(), response.json()
+    unknown = anonymous_client.post("/api/v1/estimates/", {**BASE, "weight_dtype": "int4", "weight_format": "gguf"}, format="json")
+    assert unknown.status_code == 400 and "weight_format" in unknown.json()
