@@ -36,6 +36,8 @@ WEIGHT_FORMAT_BITS: dict[str, float] = {
     # AWQ / GPTQ with group size 128 (the published int4 checkpoints): a 16-bit scale and a packed
     # 4-bit zero point per group of 128 weights.
     "int4": 4.0 + (16.0 + 4.0) / 128,
+    # compressed-tensors symmetric int4 in groups of 32 (Kimi K2.5's experts): a 16-bit scale per 32 weights.
+    "int4_g32": 4.0 + 16.0 / 32,
     # OCP Microscaling Formats (MX) v1.0: 32 E2M1 elements share one 8-bit E8M0 scale.
     "mxfp4": 4.0 + 8.0 / 32,
     # NVIDIA NVFP4 (Blackwell): 16 E2M1 elements share one FP8 E4M3 scale; the per-tensor fp32
@@ -48,7 +50,7 @@ WEIGHT_FORMAT_BITS: dict[str, float] = {
 }
 FORMAT_DTYPE: dict[str, str] = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8", "int8": "int8", "int4": "int4",
-    "mxfp4": "fp4", "nvfp4": "fp4", "q4_k_m": "int4",
+    "int4_g32": "int4", "mxfp4": "fp4", "nvfp4": "fp4", "q4_k_m": "int4",
 }  # fmt: skip
 # The format a plan at a dtype stores its weights in unless the model's own checkpoint is another
 # format of that dtype: fp4 is NVFP4, the format NVIDIA's pre-quantised checkpoints ship (MXFP4 where

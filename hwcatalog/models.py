@@ -294,6 +294,7 @@ class ModelArch(Sourced):
         FP8_BLOCK = "fp8_block", "fp8, block-scaled"
         INT8 = "int8", "int8"
         INT4 = "int4", "int4 with group scales"
+        INT4_G32 = "int4_g32", "int4 in groups of 32"
         MXFP4 = "mxfp4", "MXFP4"
         NVFP4 = "nvfp4", "NVFP4"
 

@@ -642,4 +642,7 @@ def _compressed_tensors_format(quantization_config: dict[str, Any], r: _Reader) 
     if (bits, kind) not in formats:
         r.errors["quantization_config"] = f"compressed-tensors weights of {bits} bits, type {kind!r}, are not supported."
         return ""
+    groups = {w.get("group_size") for w in weights if isinstance(w, dict)}
+    if (bits, kind) == (4, "int") and groups == {32}:  # a 16-bit scale per 32 weights: 4.5 bits (architecture.WEIGHT_FORMAT_BITS)
+        return "int4_g32"
     return formats[(bits, kind)]

@@ -132,7 +132,7 @@ def test_windowed_layers_of_gemma_olmo_and_exaone():
 
 
 def test_checkpoint_formats_of_the_new_configs():
-    assert _import("kimi-k2.5")["checkpoint_format"] == "int4"  # compressed-tensors, 4-bit int groups
+    assert _import("kimi-k2.5")["checkpoint_format"] == "int4_g32"  # compressed-tensors, 4-bit int in groups of 32
     assert _import("qwen3.6-27b-nvfp4", "qwen3.6-27b-nvfp4.hf_quant_config")["checkpoint_format"] == "nvfp4"
     assert _import("devstral-small-2-24b")["checkpoint_format"] == "fp8"  # fp8 without block size
     assert _import("minimax-m2.5")["checkpoint_format"] == "fp8_block"

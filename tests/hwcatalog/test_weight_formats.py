@@ -28,6 +28,17 @@ def test_block_scaled_formats_count_their_scales():
     # AWQ / GPTQ group 128: a 16-bit scale and a 4-bit zero point per 128 weights.
     assert architecture.WEIGHT_FORMAT_BITS["int4"] == pytest.approx(4.156, abs=1e-3)
     assert architecture.WEIGHT_FORMAT_BITS["fp8_block"] == pytest.approx(8.002, abs=1e-3)
+    # compressed-tensors symmetric int4 in groups of 32 (Kimi K2.5): a 16-bit scale per 32 weights.
+    assert architecture.WEIGHT_FORMAT_BITS["int4_g32"] == 4.5
+
+
+def test_kimi_k2_5_is_stored_as_its_checkpoint_says(catalog):
+    model = ModelArch.objects.get(slug="kimi-k2.5")
+    assert (model.checkpoint_format, model.sixteen_bit_modules) == ("int4_g32", {"int4_g32": ["attention", "shared_experts", "dense_ffn"]})
+    shape = model.shape()
+    sixteen = architecture.sixteen_bit_module_params(shape, ["attention", "shared_experts", "dense_ffn"])
+    # Weight-only int4 keeps the head at the format's width (SIXTEEN_BIT_HEAD_FORMATS): only the listed modules are 16-bit.
+    assert model.weight_bytes("int4") == pytest.approx((model.parameter_count() - sixteen) * 4.5 / 8 + sixteen * 2)
 
 
 def test_a_dtype_is_stored_in_the_checkpoints_own_format_when_it_is_of_that_dtype():
