@@ -296,6 +296,8 @@ def _row(
     row["ownership"] = cost_ownership(offering) if offering else None
     row.update(_whole_configuration_cost(result, int(i), offering))
     row["chip_kind"] = chips_by_slug[row["chip_slug"]].kind
+    layout = result.results.context.model.weight_layout(est.weight_dtype)
+    row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, round(layout.bytes_per_param * 8.0, 4)
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
     row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")

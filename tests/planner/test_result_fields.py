@@ -66,3 +66,11 @@ def test_the_ranking_table_shows_a_column_per_labelled_field(catalog, token_clie
         assert f">{f.label}</th>" in html, f.label
     assert 'class="small muted range" title="80% interval: ' in html  # the range under each figure that has one
     assert all(f.label for f in RESULT_FIELDS if f.validated)
+
+
+def test_each_ranked_row_names_the_format_its_weights_are_stored_in(catalog, token_client):
+    body = {"model": "gpt-oss-120b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 8},
+            "hardware": {"chips": ["nvidia-b200"], "weight_dtypes": ["fp4", "fp8"], "max_chips": 2}}  # fmt: skip
+    rows = token_client.post("/api/v1/plans/", body, format="json").json()["results"]["ranked"]
+    formats = {(r["weight_dtype"], r["weight_format"], r["weight_bits_per_weight"]) for r in rows}
+    assert formats == {("fp4", "mxfp4", 4.25), ("fp8", "fp8", 8.0)}  # gpt-oss's own MXFP4 checkpoint; fp8 per tensor
