@@ -145,14 +145,20 @@ def forward_cost(
     # The LM head multiplies only the positions whose logits are wanted (its weights are read whole either way).
     head = float(model.lm_head_params)
     rows = tokens if logit_tokens is None else seqs * logit_tokens
-    flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
+    if logit_tokens is None:
+        flops = tokens * 2.0 * model.matmul_params * flop_scale / flop_ranks + attention_flops
+    else:
+        flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
+    weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+    sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math
-    # (ModelSpec.weight_layout); a draft model passing its own width keeps none apart.
-    sixteen = hw.sixteen_bit_streamed_params if weight_bytes_per_param is None else 0.0
-    sixteen_head = hw.sixteen_bit_head_params if weight_bytes_per_param is None else 0.0
-    weights = (params_read(model, tokens, expert_shards=adp if split else None) * beta_w + sixteen * (SIXTEEN_BIT_BYTES - beta_w)) / (tp * pp)
-    sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
+    # (ModelSpec.weight_layout); a draft model passing its own width keeps none apart. Without any in
+    # the block the terms are skipped: the same numbers, fewer array passes.
+    if hw.any_sixteen_bit and weight_bytes_per_param is None:
+        sixteen, sixteen_head = hw.sixteen_bit_streamed_params, hw.sixteen_bit_head_params
+        weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
+        sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its

@@ -119,13 +119,17 @@ class CandidateHardware:
     # False when no candidate uses attention data parallelism: the cost functions then skip its terms
     # (the same numbers, fewer array passes in a search).
     any_attention_dp: bool = True
+    # False when no candidate keeps parameters in 16 bits apart (16/32-bit weights, or no model formats given):
+    # the cost functions then skip those terms.
+    any_sixteen_bit: bool = True
 
     def __len__(self) -> int:
         return len(self.tensor_parallel)
 
     def take(self, index: np.ndarray) -> CandidateHardware:
-        return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self) if f.name != "any_attention_dp"},
-                                 any_attention_dp=self.any_attention_dp)  # fmt: skip
+        flags = ("any_attention_dp", "any_sixteen_bit")
+        return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self) if f.name not in flags},
+                                 **{name: getattr(self, name) for name in flags})  # fmt: skip
 
 
 def _attention_peak(compute: ComputeTable, c: np.ndarray, w: np.ndarray, kv: np.ndarray) -> np.ndarray:
@@ -172,6 +176,7 @@ def candidate_hardware(
         attention_data_parallel=adp,
         expert_parallel=grid.expert_parallel.astype(float),
         any_attention_dp=bool(np.any(adp > 1)),
+        any_sixteen_bit=weights is not None and bool(np.any(weights.sixteen_bit_stored_params[w] > 0)),
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
         # Under a free-fraction scheduler (TensorRT-LLM) weights may fill the chip; the fraction is the KV's share of the rest.

@@ -60,7 +60,7 @@ def memory_fit(
     # spreads the routed experts over all tp*adp ranks of the replica.
     # Parameters a format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules) are dense:
     # they take 16 bits in place of the format's width, on every attention replica.
-    sixteen = hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
+    sixteen = hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param) if hw.any_sixteen_bit else 0.0
     if hw.any_attention_dp:
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
         weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
