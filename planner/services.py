@@ -220,7 +220,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["chip_kind"] = chip.kind
     out["serving_engine"] = engine
     layout = model_spec.weight_layout(data["weight_dtype"])
-    out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, round(layout.bytes_per_param * 8.0, 4)
+    out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
     out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine))
@@ -297,7 +297,7 @@ def _row(
     row.update(_whole_configuration_cost(result, int(i), offering))
     row["chip_kind"] = chips_by_slug[row["chip_slug"]].kind
     layout = result.results.context.model.weight_layout(est.weight_dtype)
-    row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, round(layout.bytes_per_param * 8.0, 4)
+    row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
     row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")

@@ -17,11 +17,10 @@ from .efficiency import Calibration, Override, efficiency_table
 from .forward import PhaseCost, forward_cost
 from .grid import CandidateGrid
 from .hardware import CandidateHardware, candidate_hardware, chip_table
-from .memory import memory_fit
+from .memory import memory_fit, sixteen_bit_extra_bytes
 from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
 from .serving import serving_metrics
 from .specs import ChipSpec, ModelSpec, Workload
-from .units import SIXTEEN_BIT_BYTES
 
 CHUNK_CANDIDATES = 1 << 20  # bounds temporaries for very large grids
 
@@ -255,7 +254,7 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     tp, pp = grid.tensor_parallel, grid.pipeline_parallel
     adp = grid.attention_data_parallel
     per_replica = tp * pp * adp
-    weights_bytes = model.total_params * hw.weight_bytes_per_param + hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
+    weights_bytes = model.total_params * hw.weight_bytes_per_param + sixteen_bit_extra_bytes(model, hw)
     min_chips_for_weights = np.ceil(weights_bytes / hw.usable_memory_bytes)
     context_tokens = workload.context_tokens
     inf = np.inf

@@ -152,11 +152,13 @@ def forward_cost(
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
     sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
-    # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math
-    # (ModelSpec.weight_layout); a draft model passing its own width keeps none apart. Without any in
-    # the block the terms are skipped: the same numbers, fewer array passes.
+    # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the
+    # priced model's own (ModelSpec.weight_tables: the target's, a draft head's). A draft model passing
+    # its own width keeps none apart. Without any in the block the terms are skipped: the same numbers,
+    # fewer array passes.
     if hw.any_sixteen_bit and weight_bytes_per_param is None:
-        sixteen, sixteen_head = hw.sixteen_bit_streamed_params, hw.sixteen_bit_head_params
+        tables, code = model.weight_tables, hw.weight_dtype_code
+        sixteen, sixteen_head = tables.sixteen_bit_streamed_params[code], tables.sixteen_bit_head_params[code]
         weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak

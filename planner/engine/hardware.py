@@ -22,6 +22,7 @@ from .units import (
     INTER_NODE_COLLECTIVE_LATENCY_S,
     PCIE_GEN4_X16_BYTES_PER_S,
     PREFILL_CHUNK_TOKENS,
+    SIXTEEN_BIT_BYTES,
 )
 
 
@@ -107,11 +108,9 @@ class CandidateHardware:
     expert_link_latency_s: np.ndarray  # the same for the expert-parallel all-to-all
     p2p_bytes_per_s: np.ndarray  # between pipeline stages
     weight_bytes_per_param: np.ndarray  # of the weights' stored format, block scales included (ModelSpec.weight_layout)
-    # Parameters the format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules): all
-    # of them stored, those a forward reads in full streamed; 0 for 16/32-bit weights.
-    sixteen_bit_stored_params: np.ndarray
-    sixteen_bit_streamed_params: np.ndarray
-    sixteen_bit_head_params: np.ndarray  # of the streamed ones, the LM head
+    # The weights' dtype code: the model a cost function prices reads the parameters its format keeps in
+    # 16 bits off its own ModelSpec.weight_tables by it (the target's, a draft head's).
+    weight_dtype_code: np.ndarray
     kv_bytes_per_element: np.ndarray
     activation_bytes: np.ndarray
     tdp_watts: np.ndarray
@@ -119,7 +118,7 @@ class CandidateHardware:
     # False when no candidate uses attention data parallelism: the cost functions then skip its terms
     # (the same numbers, fewer array passes in a search).
     any_attention_dp: bool = True
-    # False when no candidate keeps parameters in 16 bits apart (16/32-bit weights, or no model formats given):
+    # False when every candidate's weights are 16 or 32 bits, so none keeps parameters in 16 bits apart:
     # the cost functions then skip those terms.
     any_sixteen_bit: bool = True
 
@@ -143,8 +142,8 @@ def _attention_peak(compute: ComputeTable, c: np.ndarray, w: np.ndarray, kv: np.
 def candidate_hardware(
     table: ChipTable, grid: CandidateGrid, compute: ComputeTable, efficiency: EfficiencyTable, weights: WeightTables | None = None
 ) -> CandidateHardware:
-    """`weights`: the model's weight formats (ModelSpec.weight_tables); without them every weight takes
-    its dtype's bytes (DTYPE_BYTES) and none is kept in 16 bits."""
+    """`weights`: the model's weight formats (ModelSpec.weight_tables), for the bytes a weight takes and
+    the bandwidth its format dequantises at; without them every weight takes its dtype's bytes (DTYPE_BYTES)."""
     c, w = grid.chip_index, grid.weight_dtype
     tp = grid.tensor_parallel.astype(float)
     pp = grid.pipeline_parallel.astype(float)
@@ -176,7 +175,7 @@ def candidate_hardware(
         attention_data_parallel=adp,
         expert_parallel=grid.expert_parallel.astype(float),
         any_attention_dp=bool(np.any(adp > 1)),
-        any_sixteen_bit=weights is not None and bool(np.any(weights.sixteen_bit_stored_params[w] > 0)),
+        any_sixteen_bit=bool(np.any(DTYPE_BYTES_ARRAY[w] < SIXTEEN_BIT_BYTES)),
         replicas=replicas,
         batch_per_replica=np.ceil(grid.batch / replicas),
         # Under a free-fraction scheduler (TensorRT-LLM) weights may fill the chip; the fraction is the KV's share of the rest.
@@ -204,9 +203,7 @@ def candidate_hardware(
         expert_link_latency_s=np.where(ep_spans, network_latency, latency),
         p2p_bytes_per_s=np.where(crosses_nodes, np.minimum(link, INTER_NODE_BYTES_PER_S), link),
         weight_bytes_per_param=DTYPE_BYTES_ARRAY[w] if weights is None else weights.bytes_per_param[w],
-        sixteen_bit_stored_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_stored_params[w],
-        sixteen_bit_streamed_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_streamed_params[w],
-        sixteen_bit_head_params=np.zeros(len(w)) if weights is None else weights.sixteen_bit_head_params[w],
+        weight_dtype_code=w,
         kv_bytes_per_element=DTYPE_BYTES_ARRAY[grid.kv_dtype],
         # Activations and all-reduce messages stay 16-bit, fp32 only on fp32 math.
         activation_bytes=np.where(compute_code == DTYPE_CODE["fp32"], 4.0, 2.0),

@@ -59,8 +59,8 @@ def memory_fit(
     # Attention data parallelism replicates the dense weights over its adp attention replicas and
     # spreads the routed experts over all tp*adp ranks of the replica.
     # Parameters a format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules) are dense:
-    # they take 16 bits in place of the format's width, on every attention replica.
-    sixteen = hw.sixteen_bit_stored_params * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param) if hw.any_sixteen_bit else 0.0
+    # on every attention replica.
+    sixteen = sixteen_bit_extra_bytes(model, hw)
     if hw.any_attention_dp:
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
         weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
@@ -94,6 +94,15 @@ def memory_fit(
         max_concurrency_per_replica=max_conc,
         weights_fit=weights + workspace < hw.usable_memory_bytes,
     )
+
+
+def sixteen_bit_extra_bytes(model: ModelSpec, hw: CandidateHardware) -> np.ndarray | float:
+    """What the parameters the weights' format keeps in 16 bits (ModelSpec.weight_layout) add to the
+    weights stored, over the format's own width: per candidate, the whole model's."""
+    if not hw.any_sixteen_bit:
+        return 0.0
+    stored = model.weight_tables.sixteen_bit_stored_params[hw.weight_dtype_code]
+    return stored * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
 
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:

@@ -270,6 +270,10 @@ class WeightLayout:
     sixteen_bit_streamed_params: float  # of them, read in full by every forward (an untied input embedding is gathered)
     sixteen_bit_head_params: float  # of those, the LM head (its FLOPs go with the positions whose logits are computed)
 
+    @property
+    def bits_per_weight(self) -> float:
+        return round(self.bytes_per_param * 8.0, 4)
+
 
 @dataclass(frozen=True, kw_only=True)
 class WeightTables:

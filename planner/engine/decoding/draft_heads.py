@@ -86,7 +86,7 @@ class DraftHeads:
             spec = ModelSpec(
                 slug=f"{model.slug}-medusa-heads", total_params=step_params, active_params=step_params, embedding_params=0.0,
                 lm_head_params=0.0, shape=dataclasses.replace(model.shape, num_layers=1, num_experts=None, moe_layer_count=None),
-                max_context_tokens=model.max_context_tokens,
+                max_context_tokens=model.max_context_tokens, checkpoint_format=model.checkpoint_format,
             )  # fmt: skip
             return spec, step_params
         one_layer = dataclasses.replace(model.shape, num_layers=1, moe_layer_count=1 if model.is_moe else None)
@@ -97,7 +97,7 @@ class DraftHeads:
         spec = ModelSpec(
             slug=f"{model.slug}-{self.head_kind}-head", shape=one_layer, total_params=own + model.lm_head_params,
             active_params=active + model.lm_head_params, embedding_params=0.0, lm_head_params=model.lm_head_params,
-            max_context_tokens=model.max_context_tokens,
+            max_context_tokens=model.max_context_tokens, checkpoint_format=model.checkpoint_format,
         )  # fmt: skip
         return spec, own
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from planner.engine import ChipSpec, Deployment, Workload, estimate
@@ -91,3 +92,25 @@ def test_a_prefill_multiplies_the_lm_head_by_its_last_position_only():
     # A decode step still multiplies every sequence's position.
     decode_flops = estimate(model, Deployment(chip=h100_sxm()), work, batch=4).decode.flops_per_chip
     assert decode_flops > 4 * 2.0 * model.matmul_params
+
+
+@pytest.mark.parametrize("kind", ["mtp", "medusa"])
+def test_a_draft_head_streams_its_own_16_bit_parts_not_the_targets(kind):
+    # The target keeps every attention projection in 16 bits; a one-layer head (or Medusa's residual
+    # blocks) must not carry the target's 32 layers of them.
+    from planner.engine import DraftHeads
+    from planner.engine.forward import forward_cost
+    from planner.engine.simulation.arrays import deployment_arrays
+
+    plain = llama_3_1_8b()
+    kept = dataclasses.replace(plain, checkpoint_format="nvfp4", sixteen_bit_modules={"nvfp4": ("attention",)})
+    heads = DraftHeads(head_kind=kind, draft_tokens=2, acceptance_rate=0.7)
+    deployment = Deployment(chip=b200(), weight_dtype="fp4")
+
+    def head_step_bytes(target) -> float:
+        head, _ = heads.head_model(target)
+        hw = deployment_arrays(target, deployment)[2]
+        return float(forward_cost(head, hw, sequences=np.ones(1), new_tokens=1.0, attention_pairs=0.0, kv_read_tokens=0.0,
+                                  kv_write_tokens=0.0).bytes_per_chip[0])  # fmt: skip
+
+    assert head_step_bytes(kept) == pytest.approx(head_step_bytes(plain), rel=1e-12)
