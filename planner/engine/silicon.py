@@ -14,7 +14,8 @@ into the planner's estimate of each of the two metrics:
 A parallel degree published as 0 or empty counts as 1 (a degree that is not used); a prefill
 worker count published empty leaves the pool to be sized as the planner sizes one (enough
 replicas for the highest rate the closed loop can send); tp_size 0 leaves no layout to predict
-and is refused with that reason.
+and is refused with that reason. A worker published as one GPU that cannot hold the weights is read
+as a layout not recorded: the narrowest tensor-parallel worker that holds them, with a warning.
 """
 
 from __future__ import annotations
@@ -148,11 +149,30 @@ def attention_layout(model: ModelSpec, layout: WorkerLayout) -> tuple[WorkerLayo
     them, as SGLang's --enable-dp-attention and TensorRT-LLM's attention DP do (the layout then counts
     the world as tp_size). Returns the layout and, when it was read so, a note saying it."""
     tp = layout.tensor_parallel
+    squared = squared_expert_layout(layout)
+    if squared is not None:
+        return squared
     if tp <= 1 or model.num_attention_heads % tp == 0 or layout.attention_data_parallel > 1:
         return layout, None
     note = (f"tp_size {tp} does not divide the {model.num_attention_heads} attention heads: read as attention data "
             f"parallelism over {tp} GPUs (tensor_parallel 1 x attention_data_parallel {tp})")
     return dataclasses.replace(layout, tensor_parallel=1, attention_data_parallel=tp), note
+
+
+def squared_expert_layout(layout: WorkerLayout) -> tuple[WorkerLayout, str] | None:
+    """A worker published as tp 1, MoE TP N x MoE EP N and attention DP N x N (26 TensorRT-LLM DeepSeek agg
+    rows of the dev file: N = 8 on one 8-GPU B200 or H200 node, N = 4) is N GPUs of attention DP N with the
+    experts over the N, not N x N GPUs: the rows' own ids name the layout "tp8_ep8" / "tp4_ep4", and the
+    ones measured beside a tp 1 x attention DP 8 x EP 8 row of the same run publish the same TTFT and
+    TPOT to the last digit (docs/accuracy.md, "What the published columns cannot say"). Returns None for
+    any other layout."""
+    n = layout.moe_expert_parallel
+    if not (layout.tensor_parallel == 1 and n > 1 and layout.moe_tensor_parallel == n and layout.attention_data_parallel == n * n):
+        return None
+    read = dataclasses.replace(layout, attention_data_parallel=n, moe_tensor_parallel=1)
+    note = (f"attention_dp_size {n * n} with moe_tp_size {n} x moe_ep_size {n} is read as {n} GPUs: attention data parallelism "
+            f"{n} with the experts over the {n} (the published fields square the worker's width)")
+    return read, note
 
 
 def agg_batch(row: SiliconRow) -> int:
@@ -170,14 +190,46 @@ def agg_batch(row: SiliconRow) -> int:
 
 def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration, efficiency):
     layout, note = attention_layout(model, layout)
-    deployment = Deployment(
-        chip=chip, chip_count=layout.gpus, tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
-        attention_data_parallel=layout.attention_data_parallel, expert_parallel=layout.moe_expert_parallel, weight_dtype=dtype, kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
-    )  # fmt: skip
-    # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
-    result = estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
-                                disaggregated=disaggregated)  # fmt: skip
+
+    def run(worker: WorkerLayout) -> Estimate:
+        deployment = Deployment(
+            chip=chip, chip_count=worker.gpus, tensor_parallel=worker.tensor_parallel, pipeline_parallel=worker.pipeline_parallel,
+            attention_data_parallel=worker.attention_data_parallel, expert_parallel=worker.moe_expert_parallel, weight_dtype=dtype,
+            kv_dtype=default_kv_dtype(dtype, chip), decoding=Autoregressive(),
+        )  # fmt: skip
+        # The engine admits what its KV cache holds; the rest of the closed loop waits for a slot.
+        return estimate_admitting(model, deployment, workload, batch=batch, calibration=calibration, efficiency=efficiency,
+                                  disaggregated=disaggregated)  # fmt: skip
+
+    result = run(layout)
+    if layout.gpus == 1 and layout.moe_expert_parallel == 1 and not _weights_fit(result):
+        result, note = _unpublished_width(model, chip, layout, run, result)
     return dataclasses.replace(result, warnings=(*result.warnings, note)) if note else result
+
+
+def _weights_fit(result: Estimate) -> bool:
+    memory = result.memory
+    return memory.weights_bytes_per_chip + memory.activation_bytes_per_chip < memory.usable_bytes_per_chip
+
+
+def _unpublished_width(model: ModelSpec, chip: ChipSpec, layout: WorkerLayout, run, refused: Estimate) -> tuple[Estimate, str | None]:
+    """A worker published as one GPU (every parallel field 1) whose weights one GPU cannot hold: the
+    layout was not recorded (the dev file's SGLang GB200 DeepSeek-R1 disagg rows of 2026-04-06, 74
+    values, publish 1 in every prefill and decode field), so the worker is read as the narrowest
+    tensor-parallel one that holds the weights: a power of two dividing the attention heads, within
+    one scale-up domain (the widths engines launch, e.g. TP 4 beside them in the same file). Said in
+    a warning; where none holds them the refusal stands."""
+    width = 2
+    while width <= chip.node_size:
+        if model.num_attention_heads % width == 0:
+            wider = dataclasses.replace(layout, tensor_parallel=width, moe_tensor_parallel=width)
+            result = run(wider)
+            if _weights_fit(result):
+                note = (f"one GPU per worker is published, which cannot hold {model.slug}'s weights at {result.weight_dtype}: the layout "
+                        f"is read as not recorded, and the worker as the narrowest that holds them (tensor_parallel {width})")  # fmt: skip
+                return result, note
+        width *= 2
+    return refused, None
 
 
 def silicon_estimates(
@@ -208,7 +260,8 @@ def silicon_estimates(
     _check(row.prefill, "prefill_")
     _check(row.decode, "decode_")
     open_loop = dataclasses.replace(workload, closed_loop=False)
-    prefill = _one(model, chip, row.prefill, open_loop, row.prefill.batch or 1, dtype, True, calibration, efficiency)
+    prompts_per_prefill = row.prefill.batch or 1
+    prefill = _one(model, chip, row.prefill, open_loop, prompts_per_prefill, dtype, True, calibration, efficiency)
     per_decode_worker = -(-row.concurrency // (row.decode.workers or 1))
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
     if isinstance(efficiency, Efficiency):
@@ -216,13 +269,13 @@ def silicon_estimates(
     else:
         base, per_expert_layer = ((efficiency or {}).get(name, 0.0) for name in ("request_overhead_s", "request_overhead_per_expert_layer_s"))
     overhead = float(model.request_overhead_s(base, per_expert_layer))
-    return {"ttft_s": _queued_prefill(prefill, decode, row, overhead, workload.in_step_share), "tpot_s": decode}
+    return {"ttft_s": _queued_prefill(prefill, decode, row, prompts_per_prefill, overhead, workload.in_step_share), "tpot_s": decode}
 
 
-def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, request_overhead_s: float, in_step_share: float) -> Estimate:
+def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch: int, request_overhead_s: float, in_step_share: float) -> Estimate:
     """The prefill estimate with the closed loop's queue in its TTFT (the request overhead is
-    spent before the queue, not in a prefill worker)."""
-    batch = max(row.prefill.batch or 1, 1)
+    spent before the queue, not in a prefill worker); `batch` prompts are prefilled at once."""
+    batch = max(batch, 1)
     service = np.array([prefill.ttft_s - request_overhead_s])  # one prefill of `batch` prompts on one worker
     streamed = (row.output_tokens - 1) * decode.tpot_s
     if row.prefill.workers:

@@ -38,9 +38,10 @@ def test_every_row_gets_a_ttft_and_a_tpot_prediction_or_a_reason(catalog, capsys
     assert predicted[("dsr1_h200_trtllm_fp8_disagg_1024x1024_c576_cfg303", "tpot_s")]["tensor_parallel"] == 8
     # Found through the catalog's Hugging Face aliases and the chip's system name.
     assert predicted[("qwen_qwen3_235b_a22b_fp8_qwen_qwen3_235b_a22b_fp8_h100_sxm_trtllm_agg_512x256_c4_tp4_epnone_2", "tpot_s")]["model"] == "qwen3-235b-a22b"
-    # Attention data parallelism: 64 attention replicas of one GPU each, the experts over all 64.
+    # Attention data parallelism: published as attention DP 64 with MoE TP 8 x EP 8, read as the eight
+    # B200s it ran on (squared_expert_layout): eight attention replicas of one GPU each, the experts over all 8.
     adp = predicted[("dsr1_b200_trtllm_fp4_agg_8192x1024_c128_cfg191", "tpot_s")]
-    assert (adp["tensor_parallel"], adp["attention_data_parallel"]) == (1, 64)
+    assert (adp["tensor_parallel"], adp["attention_data_parallel"]) == (1, 8)
     # GB200 NVL72 found by AIConfigurator's system name.
     assert predicted[("qwen3_32b_qwen3_32b_gb200_trtllm_agg_4000x1000_c_tp1_epnone_1", "tpot_s")]["chip"] == "nvidia-gb200"
     assert {"by_engine", "by_metric"} <= set(report["summary"])
@@ -199,3 +200,48 @@ def test_the_published_rows_with_a_batch_below_their_concurrency_are_predicted_w
     row = rows[("qwen_qwen3_32b_qwen_qwen3_32b_gb200_trtllm_agg_2000x500_c8_tp2_epnone_4", "ttft_s")]
     assert row["batch"] == 8 and row["measured"] == pytest.approx(0.534, abs=1e-3)
     assert row["predicted"] < 1.0  # 5.6 s when batch_size 4 was read as the cap
+
+
+def test_a_worker_published_as_one_gpu_that_cannot_hold_the_weights_is_read_as_the_narrowest_that_can(catalog, capsys, tmp_path):
+    """The 2026-04-06 SGLang GB200 DeepSeek-R1 disagg rows publish 1 in every prefill and decode field: 671e9
+    parameters at fp8 on one 192 GB GPU. Read as a layout not recorded: TP 4, the narrowest power of two
+    dividing the 128 heads whose shard (168 GB) fits, where TP 2 (337 GB) does not."""
+    with DEV.open() as handle:
+        header = handle.readline()
+        row = next(line for line in handle if line.startswith("2026_04_06_deepseek_r1_gb200_sglang_fp8_disagg_1024x1024_c4096_tp1_ep1_1170,"))
+    published = tmp_path / "one_gpu.csv"
+    published.write_text(header + row)
+    (parsed,) = read_silicon(published.open())
+    assert parsed.prefill.gpus == parsed.decode.gpus == 1
+    call_command("accuracy", str(published), "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["unpredicted"] == [] and {r["metric"] for r in report["rows"]} == {"ttft_s", "tpot_s"}
+    assert {r["tensor_parallel"] for r in report["rows"]} == {4}
+    from hwcatalog.models import Chip, ModelArch
+    from planner import catalog_specs
+    from planner.engine.silicon import silicon_estimates
+
+    model, chip = ModelArch.objects.get(slug="deepseek-v3"), Chip.objects.get(slug="nvidia-gb200")
+    estimates = silicon_estimates(parsed, catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
+    assert all(any("read as not recorded" in w and "tensor_parallel 4" in w for w in e.warnings) for e in estimates.values())
+
+
+def test_a_worker_whose_published_fields_square_its_width_is_read_as_that_width():
+    """TensorRT-LLM DeepSeek rows named "tp8_ep8" publish attention_dp_size 64 with MoE TP 8 x EP 8 on an
+    8-GPU node, and measure what the tp 1 x attention DP 8 x EP 8 row of the same run measures."""
+    from planner.engine.silicon import WorkerLayout, squared_expert_layout
+
+    from .engine.factories import llama_3_1_8b
+
+    published = WorkerLayout(workers=None, batch=1, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=64,
+                             moe_tensor_parallel=8, moe_expert_parallel=8)  # fmt: skip
+    layout, note = squared_expert_layout(published)
+    assert (layout.tensor_parallel, layout.attention_data_parallel, layout.moe_expert_parallel, layout.gpus) == (1, 8, 8, 8)
+    assert "read as 8 GPUs" in note
+    # Through attention_layout, as every row is read; a layout whose fields agree is left as published.
+    from planner.engine.silicon import attention_layout
+
+    assert attention_layout(llama_3_1_8b(), published)[0] == layout
+    eight = WorkerLayout(workers=None, batch=8, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=8,
+                         moe_tensor_parallel=1, moe_expert_parallel=8)  # fmt: skip
+    assert squared_expert_layout(eight) is None and attention_layout(llama_3_1_8b(), eight) == (eight, None)
