@@ -58,7 +58,10 @@ class Chip(Sourced):
     link_bandwidth_bytes_per_s = models.FloatField(null=True, blank=True, help_text="Per chip, one direction.")
     link_latency_s = models.FloatField(null=True, blank=True)
     chips_per_node = models.PositiveIntegerField(null=True, blank=True)
-    cores = models.PositiveIntegerField(null=True, blank=True, help_text="CPU cores per socket.")
+    cores = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="CPU cores per socket; for an accelerator whose SDK runs each compute core as its own tensor-parallel rank (AWS NeuronCores), those cores.",
+    )  # fmt: skip
     tdp_watts = models.FloatField(null=True, blank=True)
     aliases = models.JSONField(default=list, blank=True, help_text="Other names of this chip (e.g. AIConfigurator's system names h100_sxm, gb200).")
     measured = models.BooleanField(

@@ -82,6 +82,7 @@ def chip_spec(chip: Chip) -> ChipSpec:
         link_latency_s=chip.link_latency_s,
         chips_per_node=chip.chips_per_node,
         tdp_watts=chip.tdp_watts,
+        cores=chip.cores,
     )
 
 

@@ -18,6 +18,7 @@ from .forward import PhaseCost, forward_cost
 from .grid import CandidateGrid
 from .hardware import CandidateHardware, candidate_hardware, chip_table
 from .memory import memory_fit, sixteen_bit_extra_bytes
+from .padding import pads_heads
 from .results import EvaluationContext, PhaseArrays, Results, concatenate_results, results_from_arrays
 from .serving import serving_metrics
 from .specs import ChipSpec, ModelSpec, Workload
@@ -259,7 +260,8 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
     context_tokens = workload.context_tokens
     inf = np.inf
     checks = [
-        (reasons.TP_NOT_DIVIDING_HEADS, model.num_attention_heads % np.maximum(tp, 1) != 0),
+        # A chip whose SDK pads the heads to a multiple of its ranks runs any TP (padding.py).
+        (reasons.TP_NOT_DIVIDING_HEADS, (model.num_attention_heads % np.maximum(tp, 1) != 0) & np.logical_not(pads_heads(model, hw))),
         (reasons.INVALID_LAYOUT, (tp < 1) | (pp < 1) | (adp < 1) | (grid.chip_count % np.maximum(per_replica, 1) != 0)
          | (pp > model.num_layers)),  # fmt: skip
         (reasons.NO_MATH_PATH, (hw.compute_code < 0) | no_math),

@@ -21,6 +21,7 @@ from scipy.special import ndtri
 from hwcatalog.architecture import experts_touched
 
 from .hardware import CandidateHardware
+from .padding import kv_share_per_chip, padded_projection_params, query_head_factor
 from .parallel import expert_all_to_all_s, pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
 from .units import ACTIVATION_PASSES_PER_LAYER, SIXTEEN_BIT_BYTES
@@ -141,7 +142,8 @@ def forward_cost(
     # Without attention DP anywhere in the block its terms are skipped: the same numbers, fewer array passes.
     split = hw.any_attention_dp
     flop_ranks = tp * pp * adp if split else tp * pp
-    attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks
+    # Where the chip's SDK pads the heads to a multiple of its ranks, the padded heads compute too (padding.py).
+    attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks * query_head_factor(model, hw)
     # The LM head multiplies only the positions whose logits are wanted (its weights are read whole either way).
     head = float(model.lm_head_params)
     rows = tokens if logit_tokens is None else seqs * logit_tokens
@@ -150,6 +152,10 @@ def forward_cost(
     else:
         flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+    if hw.any_head_padding:  # the padded heads' zero projections are stored, streamed and multiplied (padding.py)
+        padded = padded_projection_params(model, hw)
+        weights = weights + padded * beta_w / (tp * pp)
+        flops = flops + tokens * 2.0 * padded * flop_scale / flop_ranks
     sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the
@@ -171,7 +177,7 @@ def forward_cost(
         weight_skew, flop_skew = expert_imbalance(model, tokens, hw.expert_parallel)
         experts_read = expert_params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
         busiest_extra_bytes, busiest_expert_flops = experts_read * (weight_skew - 1.0), expert_flops * flop_skew
-    kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * model.attention.kv_share_per_chip(tp)
+    kv_token_bytes = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw)
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     replica_tokens = tokens
     if split:

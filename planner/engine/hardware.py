@@ -45,6 +45,7 @@ class ChipTable:
     link_latency_s: np.ndarray
     node_size: np.ndarray
     tdp_watts: np.ndarray  # NaN when unknown
+    head_ranks_per_chip: np.ndarray  # TP ranks a chip runs as where its SDK pads heads; 0: TP must divide them
 
 
 def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
@@ -69,6 +70,7 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
         link_latency_s=column(lambda c: c.link_latency_s if c.link_latency_s is not None else DEFAULT_LINK_LATENCY_S),
         node_size=column(lambda c: c.node_size),
         tdp_watts=column(lambda c: c.tdp_watts if c.tdp_watts else np.nan),
+        head_ranks_per_chip=column(lambda c: policy_for(c).head_ranks_per_chip(c)),
     )
 
 
@@ -115,18 +117,24 @@ class CandidateHardware:
     activation_bytes: np.ndarray
     tdp_watts: np.ndarray
     node_size: np.ndarray
+    # Where the chip's SDK pads attention heads to a multiple of its tensor-parallel ranks (chips/ policy
+    # head_ranks_per_chip): the ranks per chip and in all (tp x them); 0 elsewhere (TP divides the heads).
+    head_ranks_per_chip: np.ndarray
+    head_ranks: np.ndarray
     # False when no candidate uses attention data parallelism: the cost functions then skip its terms
     # (the same numbers, fewer array passes in a search).
     any_attention_dp: bool = True
     # False when every candidate's weights are 16 or 32 bits, so none keeps parameters in 16 bits apart:
     # the cost functions then skip those terms.
     any_sixteen_bit: bool = True
+    # False when no candidate's chip pads attention heads: the cost functions then skip the padding terms.
+    any_head_padding: bool = True
 
     def __len__(self) -> int:
         return len(self.tensor_parallel)
 
     def take(self, index: np.ndarray) -> CandidateHardware:
-        flags = ("any_attention_dp", "any_sixteen_bit")
+        flags = ("any_attention_dp", "any_sixteen_bit", "any_head_padding")
         return CandidateHardware(**{f.name: getattr(self, f.name)[index] for f in fields(self) if f.name not in flags},
                                  **{name: getattr(self, name) for name in flags})  # fmt: skip
 
@@ -209,4 +217,7 @@ def candidate_hardware(
         activation_bytes=np.where(compute_code == DTYPE_CODE["fp32"], 4.0, 2.0),
         tdp_watts=table.tdp_watts[c],
         node_size=table.node_size[c],
+        head_ranks_per_chip=table.head_ranks_per_chip[c],
+        head_ranks=tp * table.head_ranks_per_chip[c],
+        any_head_padding=bool(np.any(table.head_ranks_per_chip[c] > 0)),
     )

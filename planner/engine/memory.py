@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .hardware import CandidateHardware
+from .padding import kv_share_per_chip, padded_projection_params
 from .specs import ModelSpec
 from .units import ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN, LOGIT_BYTES, PREFILL_CHUNK_TOKENS, SIXTEEN_BIT_BYTES, paged_tokens  # noqa: F401 (re-exported)
 
@@ -66,6 +67,8 @@ def memory_fit(
         weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
     else:
         weights, adp = (model.total_params * hw.weight_bytes_per_param + sixteen) / shards, 1.0
+    if hw.any_head_padding:  # padded heads' zero projections are stored like the rest (padding.py)
+        weights = weights + padded_projection_params(model, hw) * hw.weight_bytes_per_param / shards
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
@@ -107,7 +110,7 @@ def sixteen_bit_extra_bytes(model: ModelSpec, hw: CandidateHardware) -> np.ndarr
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:
     attention = model.attention
-    per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * attention.kv_share_per_chip(hw.tensor_parallel)
+    per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw)
     # Paged blocks of the tokens held: capped by a window, one unpaged state for SSM layers.
     held = attention.resident_tokens(cached_tokens)
     # Each pipeline stage holds the cache of its own layers only.

@@ -69,6 +69,9 @@ class ChipSpec:
     chips_per_node: int | None = None
     tdp_watts: float | None = None
     scheduler: Scheduler | None = None
+    # CPU cores per socket; for an accelerator whose SDK runs each compute core as its own tensor-parallel
+    # rank (AWS NeuronCores), those cores (the chip policy says which: chips/base.py head_ranks_per_chip).
+    cores: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in CHIP_KINDS:

@@ -28,6 +28,9 @@ class ChipPolicy:
     tensor_parallel_spans_nodes: bool = False
     stages_cross_network: bool = True  # pipeline stages beyond one node use the inter-node NICs
     weights_on_chip_only: bool = False  # an LPU needs enough chips to hold every weight in SRAM
+    # Vendors whose SDK pads attention heads to a multiple of the tensor-parallel ranks, each compute core
+    # of a chip a rank (head_ranks_per_chip), so any TP degree runs; elsewhere TP must divide the heads.
+    head_padding_vendors: tuple[str, ...] = ()
 
     def weight_home_bytes(self, chip: ChipSpec) -> float:
         """Where weights and KV live: device memory (SRAM for an LPU)."""
@@ -56,6 +59,13 @@ class ChipPolicy:
         preference: every TP of tensor_parallel_options at the given PP (1 when unset)."""
         pp = pipeline_parallel or 1
         return [(tp, pp) for tp in tensor_parallel_options(model, chip, chip_count, pp * attention_data_parallel)]
+
+    def head_ranks_per_chip(self, chip: ChipSpec) -> int:
+        """Tensor-parallel ranks one chip runs as where its SDK pads the attention heads to a multiple of
+        the ranks (its compute cores, `cores`; 1 when not recorded); 0 where TP must divide the heads."""
+        if chip.vendor.strip().lower() not in self.head_padding_vendors:
+            return 0
+        return max(int(chip.cores or 1), 1)
 
     def default_efficiency(self, chip: ChipSpec) -> Efficiency:
         vendor = chip.vendor.strip().lower()

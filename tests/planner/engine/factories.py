@@ -137,6 +137,14 @@ def epyc_9654() -> ChipSpec:
     )  # fmt: skip
 
 
+def inferentia2() -> ChipSpec:
+    # Per chip: 2 NeuronCores-v2, 32 GiB HBM, 820 GiB/s, 190 TFLOP/s bf16 (aws.yaml); 12 chips in an inf2.48xlarge.
+    return ChipSpec(
+        slug="aws-inferentia2", kind="other", vendor="AWS", memory_capacity_bytes=32 * GIB, memory_bandwidth_bytes_per_s=820 * GIB,
+        peak_flops_per_s={"fp32": 47.5e12, "bf16": 190e12, "fp16": 190e12, "int8": 380e12}, chips_per_node=12, cores=2,
+    )  # fmt: skip
+
+
 def h100_reserved() -> OfferingSpec:
     # AWS EC2 Capacity Blocks p5 (us-east-1), 2024: $4.916 per GPU-hour.
     return OfferingSpec(slug="aws-p5-capacity-block", pricing_model="reserved", usd_per_chip_hour=4.916)

@@ -112,6 +112,20 @@ def test_a_batch_the_kv_cache_cannot_hold_runs_what_it_holds_and_says_so():
     assert not predict_row(big, llama_2_70b(), h100_sxm()).fits
 
 
+def test_a_measured_run_past_the_models_context_is_predicted_as_it_ran_and_says_so():
+    """The Neuron benchmarks run Llama-2-7B (a 4,096-token context) over 128 + 8,064 positions: an estimate refuses
+    that, a measured row is predicted as it ran, with the reason in its warnings."""
+    row = read_measurements([HEADER, "long,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,1,128,8064,ar,,tpot_s,0.01,x,src,"])[0]
+    refused = estimate(llama_2_7b(), Deployment(chip=h100_sxm(), chip_count=1, weight_dtype="bf16"),
+                       Workload(prompt_tokens=128, output_tokens=8064), batch=1)  # fmt: skip
+    assert not refused.fits and "context" in " ".join(refused.reasons)
+    predicted = predict_row(row, llama_2_7b(), h100_sxm())
+    assert predicted.fits and any("past llama-2-7b's context of 4096" in w for w in predicted.warnings)
+    # Longer than the shorter run of the same model: the cache it reads grows with the positions.
+    short = read_measurements([HEADER, "short,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,1,128,2048,ar,,tpot_s,0.01,x,src,"])[0]
+    assert predicted.tpot_s > predict_row(short, llama_2_7b(), h100_sxm()).tpot_s
+
+
 def test_an_optional_weight_format_column_is_read_and_predicted_with():
     header = HEADER + ",weight_format"
     line = "r,llama-3.1-8b,nvidia-h100-sxm,1,1,int4,bf16,1,0,128,ar,,decode_tokens_per_s_per_user,100,llama.cpp,src,GGUF Q4_K_M,q4_k_m"
