@@ -111,6 +111,14 @@ class ServingEngine(Sourced):
         OF_TOTAL = "of_total", "fraction of the chip's memory (weights, activations and KV together)"
         OF_FREE = "of_free", "fraction of what the weights and activations leave, for the KV cache"
 
+    class MoeDispatch(models.TextChoices):
+        ALL_TO_ALL = "all_to_all", "each token's activations go to its experts' ranks and back (all-to-all)"
+        ALL_GATHER = "all_gather", "every rank gathers all the group's tokens and reduce-scatters the results"
+
+    class AttentionDpDense(models.TextChoices):
+        REPLICATED = "replicated", "each attention replica keeps the dense layers whole"
+        TENSOR_PARALLEL = "tensor_parallel", "the dense FFN, shared experts and LM head stay tensor-parallel over the group"
+
     slug = models.CharField(max_length=80, unique=True, validators=[slug_validator])
     name = models.CharField(max_length=120, unique=True)
     project_url = models.URLField(max_length=300)
@@ -122,6 +130,14 @@ class ServingEngine(Sourced):
     kv_memory_fraction = models.FloatField(help_text="The default fraction the memory rule applies.")
     max_batch_sequences = models.PositiveIntegerField(null=True, blank=True, help_text="Default cap on sequences running at once; null: none fixed.")
     prefill_token_budget = models.PositiveIntegerField(null=True, blank=True, help_text="Default prompt tokens per step; null: none fixed.")
+    moe_dispatch = models.CharField(
+        max_length=12, choices=MoeDispatch.choices, default=MoeDispatch.ALL_TO_ALL,
+        help_text="How tokens reach the experts across an attention-data-parallel group, by default.",
+    )  # fmt: skip
+    attention_dp_dense = models.CharField(
+        max_length=16, choices=AttentionDpDense.choices, default=AttentionDpDense.REPLICATED,
+        help_text="Where the dense layers live under attention data parallelism, by default.",
+    )  # fmt: skip
     profile = models.CharField(max_length=80, blank=True, default="", help_text="Its fitted efficiency profile's name, if one is fitted.")
     aliases = models.JSONField(default=list, blank=True, help_text="Other names (e.g. AIConfigurator's backend names trtllm, sglang, vllm).")
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])

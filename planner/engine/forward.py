@@ -152,6 +152,8 @@ def forward_cost(
     else:
         flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
+    if split:  # dense layers kept tensor-parallel over the attention-DP group (SGLang) stream 1/adp of them
+        weights = weights - model.group_sharded_params * (1.0 - 1.0 / hw.dense_shards) * beta_w / (tp * pp)
     if hw.any_head_padding:  # the padded heads' zero projections are stored, streamed and multiplied (padding.py)
         padded = padded_projection_params(model, hw)
         weights = weights + padded * beta_w / (tp * pp)
@@ -166,6 +168,8 @@ def forward_cost(
         tables, code = model.weight_tables, hw.weight_dtype_code
         sixteen, sixteen_head = tables.sixteen_bit_streamed_params[code], tables.sixteen_bit_head_params[code]
         weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
+        if split:  # an LM head kept tensor-parallel over the attention-DP group streams 1/adp of its 16 bits
+            weights = weights - sixteen_head * (SIXTEEN_BIT_BYTES - beta_w) * (1.0 - 1.0 / hw.dense_shards) / (tp * pp)
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
@@ -215,8 +219,11 @@ def forward_cost(
 
 def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Per pipeline stage: Megatron's two all-reduces per layer; with attention data parallelism a
-    MoE layer keeps the attention all-reduce and exchanges its tokens all-to-all across the
-    tp*adp expert-parallel ranks instead of all-reducing the FFN."""
+    MoE layer keeps the attention all-reduce and exchanges its tokens across the tp*adp expert-parallel
+    ranks instead of all-reducing the FFN: all-to-all to the experts' ranks and back, or, under an engine
+    that gathers (Scheduler.moe_dispatch all_gather: vLLM's and SGLang's defaults), an all-gather of every
+    rank's tokens and a reduce-scatter of the results. A dense FFN layer all-reduces within the attention
+    replica's TP, or, kept tensor-parallel over the whole group (SGLang), gathers and scatters the same way."""
     tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
     layers = model.num_layers / pp
     megatron = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
@@ -228,7 +235,13 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     # Each rank routes its share of the tokens to experts_per_token experts.
     routed = tokens / (adp * tp) * model.experts_per_token * model.hidden_size * hw.activation_bytes
     a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.expert_link_latency_s)
-    return np.where(adp > 1, attention + dense_ffn + a2a, megatron)
+    # Gathered: each of the tp*adp ranks receives every other rank's tokens (message is one attention
+    # replica's) and sends its part of the results back, per layer.
+    group = tp * adp
+    gather = 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * message * adp / hw.expert_link_bytes_per_s)
+    moe = np.where(hw.moe_gathers, moe_layers * gather, a2a)
+    dense_ffn = np.where(hw.dense_shards > 1, (layers - moe_layers) * gather, dense_ffn)
+    return np.where(adp > 1, attention + dense_ffn + moe, megatron)
 
 
 def sum_of_max_linear(a_first: np.ndarray, a_last: np.ndarray, b_first: np.ndarray, b_last: np.ndarray, count: int) -> np.ndarray:

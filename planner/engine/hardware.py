@@ -46,6 +46,8 @@ class ChipTable:
     node_size: np.ndarray
     tdp_watts: np.ndarray  # NaN when unknown
     head_ranks_per_chip: np.ndarray  # TP ranks a chip runs as where its SDK pads heads; 0: TP must divide them
+    moe_gathers: np.ndarray  # bool: the engine all-gathers the group's tokens for the experts (Scheduler.moe_dispatch)
+    dense_over_group: np.ndarray  # bool: the engine keeps the dense layers tensor-parallel over an attention-DP group
 
 
 def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
@@ -71,6 +73,8 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
         node_size=column(lambda c: c.node_size),
         tdp_watts=column(lambda c: c.tdp_watts if c.tdp_watts else np.nan),
         head_ranks_per_chip=column(lambda c: policy_for(c).head_ranks_per_chip(c)),
+        moe_gathers=np.array([bool(c.scheduler and c.scheduler.moe_dispatch == "all_gather") for c in chips], dtype=bool),
+        dense_over_group=np.array([bool(c.scheduler and c.scheduler.attention_dp_dense == "tensor_parallel") for c in chips], dtype=bool),
     )
 
 
@@ -121,6 +125,11 @@ class CandidateHardware:
     # head_ranks_per_chip): the ranks per chip and in all (tp x them); 0 elsewhere (TP divides the heads).
     head_ranks_per_chip: np.ndarray
     head_ranks: np.ndarray
+    # Under attention data parallelism (the serving engine's Scheduler): whether the experts' tokens are
+    # all-gathered over the group rather than sent all-to-all, and over how many attention replicas the
+    # dense layers are split (adp where the engine keeps them tensor-parallel over the group, else 1).
+    moe_gathers: np.ndarray
+    dense_shards: np.ndarray
     # False when no candidate uses attention data parallelism: the cost functions then skip its terms
     # (the same numbers, fewer array passes in a search).
     any_attention_dp: bool = True
@@ -219,5 +228,7 @@ def candidate_hardware(
         node_size=table.node_size[c],
         head_ranks_per_chip=table.head_ranks_per_chip[c],
         head_ranks=tp * table.head_ranks_per_chip[c],
+        moe_gathers=table.moe_gathers[c],
+        dense_shards=np.where(table.dense_over_group[c], adp, 1.0),
         any_head_padding=bool(np.any(table.head_ranks_per_chip[c] > 0)),
     )

@@ -57,13 +57,19 @@ def memory_fit(
     heads), sharded like it, each with its own cache unless it keeps none."""
     shards = hw.tensor_parallel * hw.pipeline_parallel
     adp = hw.attention_data_parallel
-    # Attention data parallelism replicates the dense weights over its adp attention replicas and
+    # Attention data parallelism replicates the dense weights over its adp attention replicas (or, under an
+    # engine that keeps them tensor-parallel over the group, all but the attention and embedding) and
     # spreads the routed experts over all tp*adp ranks of the replica.
     # Parameters a format keeps in 16 bits (LM head, embeddings, a checkpoint's listed modules) are dense:
     # on every attention replica.
     sixteen = sixteen_bit_extra_bytes(model, hw)
     if hw.any_attention_dp:
+        # An engine that keeps the dense layers tensor-parallel over the group (SGLang) splits them over the adp replicas too.
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
+        spread = spread - model.group_sharded_params * (1.0 - 1.0 / hw.dense_shards)
+        if hw.any_sixteen_bit:  # so is the LM head a format keeps in 16 bits
+            head = model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code]
+            sixteen = sixteen - head * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param) * (1.0 - 1.0 / hw.dense_shards)
         weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
     else:
         weights, adp = (model.total_params * hw.weight_bytes_per_param + sixteen) / shards, 1.0

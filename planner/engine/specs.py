@@ -33,6 +33,12 @@ class Scheduler:
     max_batch_sequences: the most sequences one engine instance (an attention replica) runs at once.
     prefill_token_budget: the most prompt tokens one step prefills (vLLM's max_num_batched_tokens,
         TensorRT-LLM's max_num_tokens, SGLang's chunked_prefill_size).
+    moe_dispatch: how tokens reach the experts across an attention-data-parallel group: "all_to_all"
+        (each token to its experts' ranks; TensorRT-LLM) or "all_gather" (every rank gathers the group's
+        tokens and reduce-scatters the result; vLLM's and SGLang's defaults).
+    attention_dp_dense: under attention data parallelism, "replicated" (each attention replica keeps the
+        dense layers whole) or "tensor_parallel" (SGLang: the dense FFN, shared experts and LM head stay
+        tensor-parallel over the whole group, on the gathered tokens).
     """
 
     engine: str
@@ -40,10 +46,16 @@ class Scheduler:
     kv_memory_of_free: bool = False
     max_batch_sequences: int | None = None
     prefill_token_budget: int | None = None
+    moe_dispatch: str = "all_to_all"
+    attention_dp_dense: str = "replicated"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.kv_memory_fraction <= 1.0:
             raise ValueError(f"{self.engine}: kv_memory_fraction must be in (0, 1]")
+        if self.moe_dispatch not in ("all_to_all", "all_gather"):
+            raise ValueError(f"{self.engine}: moe_dispatch must be all_to_all or all_gather")
+        if self.attention_dp_dense not in ("replicated", "tensor_parallel"):
+            raise ValueError(f"{self.engine}: attention_dp_dense must be replicated or tensor_parallel")
         for name in ("max_batch_sequences", "prefill_token_budget"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -218,6 +230,17 @@ class ModelSpec:
         """A request's time before its first token beyond the prefill: the engine's constant and the
         part that grows with the routed experts (efficiency.Efficiency); floats or arrays alike."""
         return base_s + per_expert_layer_s * self.routed_expert_layers
+
+    @property
+    def group_sharded_params(self) -> float:
+        """Under attention data parallelism that keeps the dense layers tensor-parallel over the group
+        (Scheduler.attention_dp_dense, SGLang): everything but the attention layers, the input embedding
+        and the routed experts, that is the dense FFN layers, the shared experts, the routers and an untied
+        LM head (a tied one is the embedding, kept whole)."""
+        attention = architecture.attention_layer_count(self.shape) * (
+            architecture.attention_params_per_layer(self.shape) + architecture.indexer_params_per_layer(self.shape)
+        )
+        return max(float(self.total_params) - self.routed_expert_params - attention - float(self.embedding_params), 0.0)
 
     @property
     def routed_expert_params(self) -> float:

@@ -85,8 +85,10 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     call_command("accuracy", str(DEV), "--cv", "--json")
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["total"] == 5368
-    assert report["summary"]["count"] >= 5266  # the rest are named with their reason
-    assert len(report["rows"]) + len(report["unpredicted"]) == 5368
+    # Every value is predicted: the SGLang GB200 attention-DP worker of DeepSeek-V3 fp8 over four GPUs fits once
+    # SGLang's dense layers are split over the group (Scheduler.attention_dp_dense), the workers published as one
+    # GPU are read as the narrowest that holds the weights.
+    assert report["summary"]["count"] == 5368 and report["unpredicted"] == []
     cv = {group: stats["by_metric"] for group, stats in report["cv"].items()}
     for group in ("engine", "chip", "model family"):
         assert cv[group]["tpot_s"]["mdape"] <= 24.5, group

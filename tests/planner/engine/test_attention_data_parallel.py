@@ -61,3 +61,53 @@ def test_for_a_dense_model_attention_dp_is_data_parallel_replicas():
 def test_a_layout_that_does_not_divide_the_chips_is_refused():
     e = estimate(DEEPSEEK_V3, Deployment(chip=H200, chip_count=8, tensor_parallel=2, attention_data_parallel=3, weight_dtype="fp8"), WORK)
     assert not e.fits and "cannot be split" in e.reasons[0]
+
+
+def _under(engine: str, adp: int, batch: int, **scheduler):
+    """DeepSeek-V3 fp8 on eight H200s, tp 1 x attention DP `adp`, under a serving engine's exchange (specs.Scheduler)."""
+    import dataclasses
+
+    from planner.engine.specs import Scheduler
+
+    chip = dataclasses.replace(H200, scheduler=Scheduler(engine=engine, kv_memory_fraction=0.9, **scheduler))
+    deployment = Deployment(chip=chip, chip_count=max(adp, 8), tensor_parallel=1, attention_data_parallel=adp, weight_dtype="fp8", kv_dtype="fp8")
+    return estimate(DEEPSEEK_V3, deployment, WORK, batch=batch)
+
+
+def test_an_engine_that_keeps_the_dense_layers_tensor_parallel_over_the_group_splits_them_over_the_replicas():
+    """SGLang's DP attention: "DP for attention, TP for FFN". The dense FFN layers, the shared experts, the routers
+    and the LM head are split over the 8 ranks; the attention and the input embedding stay whole on each."""
+    replicated, split = _under("TensorRT-LLM-like", 8, 64), _under("SGLang-like", 8, 64, attention_dp_dense="tensor_parallel")
+    saved_params = DEEPSEEK_V3.group_sharded_params * (1 - 1 / 8)
+    assert 4e9 < DEEPSEEK_V3.group_sharded_params < 6e9  # 3 dense FFN layers, 58 shared experts, routers, LM head
+    # fp8 weights, the LM head kept in 16 bits: the head's extra byte is split too.
+    head_extra = DEEPSEEK_V3.lm_head_params * (1 - 1 / 8)
+    assert replicated.memory.weights_bytes_per_chip - split.memory.weights_bytes_per_chip == pytest.approx(saved_params + head_extra, rel=0.01)
+    assert split.memory.max_concurrency > replicated.memory.max_concurrency
+    # Each step streams fewer dense weights; the dense layers now gather the group's tokens instead of all-reducing.
+    assert split.decode.memory_s < replicated.decode.memory_s
+
+
+def test_an_engine_that_gathers_the_experts_tokens_moves_every_ranks_tokens_not_each_tokens_k_copies():
+    """vLLM's and SGLang's default dispatch (all-gather, reduce-scatter) moves the whole group's activations to
+    every one of its N ranks each MoE layer; an all-to-all moves each token to its k experts' ranks. DeepSeek-V3
+    routes to k = 8: over 8 ranks the two move the same bytes, over 16 the gather moves twice as many."""
+    for adp in (8, 16):
+        # 8,192 sequences: the bytes, not the collectives' latency, set the exchange's time.
+        a2a, gathered = _under("TensorRT-LLM-like", adp, 8192), _under("vLLM-like", adp, 8192, moe_dispatch="all_gather")
+        if adp == 8:
+            assert gathered.decode.comm_s == pytest.approx(a2a.decode.comm_s)
+        else:
+            assert gathered.decode.comm_s == pytest.approx(2 * a2a.decode.comm_s, rel=0.1)
+    assert _under("vLLM-like", 16, 512, moe_dispatch="all_gather").decode.comm_s > _under("vLLM-like", 16, 64, moe_dispatch="all_gather").decode.comm_s
+    # Without attention data parallelism the engines agree: nothing is exchanged across replicas.
+    assert _under("TensorRT-LLM-like", 1, 64).decode.comm_s == pytest.approx(_under("vLLM-like", 1, 64, moe_dispatch="all_gather").decode.comm_s)
+
+
+def test_a_scheduler_names_only_the_exchanges_it_knows():
+    from planner.engine.specs import Scheduler
+
+    with pytest.raises(ValueError, match="moe_dispatch"):
+        Scheduler(engine="x", kv_memory_fraction=0.9, moe_dispatch="broadcast")
+    with pytest.raises(ValueError, match="attention_dp_dense"):
+        Scheduler(engine="x", kv_memory_fraction=0.9, attention_dp_dense="pipelined")
