@@ -9,7 +9,9 @@ from hwcatalog.cache import catalog_snapshot
 from hwcatalog.models import Chip, ModelArch, Offering
 from hwcatalog.validation import SLUG_PATTERN
 from inputs.serializers import StrictSerializer
+from planner import catalog_specs
 from planner.engine import method_names
+from planner.engine.padding import runs_any_tensor_parallel
 from planner.engine_profiles import profile_covers, serving_engines
 from planner.models import PLAN_TAGS_MAX
 from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, plan_simulation_check
@@ -213,7 +215,7 @@ class EstimateInputSerializer(WorkloadSerializer):
         tp, count = attrs["tensor_parallel"], attrs["chip_count"]
         pp = attrs.get("pipeline_parallel", 1) * attrs["attention_data_parallel"]  # the other degrees of a replica
         if tp != "auto":
-            if attrs["model"].num_attention_heads % tp:
+            if attrs["model"].num_attention_heads % tp and not _pads_heads(attrs["model"], attrs["chip"]):
                 raise serializers.ValidationError(
                     {"tensor_parallel": f"{tp} does not divide {attrs['model'].slug}'s {attrs['model'].num_attention_heads} attention heads."}
                 )
@@ -222,6 +224,11 @@ class EstimateInputSerializer(WorkloadSerializer):
         if attrs.get("offering") and attrs["offering"].chip_id != attrs["chip"].id:
             raise serializers.ValidationError({"offering": f"{attrs['offering'].slug} prices {attrs['offering'].chip.slug}, not {attrs['chip'].slug}."})
         return attrs
+
+
+def _pads_heads(model: ModelArch, chip: Chip) -> bool:
+    """The chip's SDK pads the attention heads to a multiple of its ranks (planner/engine/padding.py)."""
+    return runs_any_tensor_parallel(catalog_specs.model_spec(model), catalog_specs.chip_spec(chip))
 
 
 def _default_method(model: ModelArch) -> str:

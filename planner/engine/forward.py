@@ -168,7 +168,7 @@ def forward_cost(
         tables, code = model.weight_tables, hw.weight_dtype_code
         sixteen, sixteen_head = tables.sixteen_bit_streamed_params[code], tables.sixteen_bit_head_params[code]
         weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
-        if split:  # an LM head kept tensor-parallel over the attention-DP group streams 1/adp of its 16 bits
+        if split and model.group_sharded_params and not model.tie_word_embeddings:  # an untied LM head kept tensor-parallel over the attention-DP group streams 1/adp of its 16 bits
             weights = weights - sixteen_head * (SIXTEEN_BIT_BYTES - beta_w) * (1.0 - 1.0 / hw.dense_shards) / (tp * pp)
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak

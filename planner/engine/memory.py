@@ -67,7 +67,7 @@ def memory_fit(
         # An engine that keeps the dense layers tensor-parallel over the group (SGLang) splits them over the adp replicas too.
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
         spread = spread - model.group_sharded_params * (1.0 - 1.0 / hw.dense_shards)
-        if hw.any_sixteen_bit:  # so is the LM head a format keeps in 16 bits
+        if hw.any_sixteen_bit and model.group_sharded_params and not model.tie_word_embeddings:  # so is an untied 16-bit LM head
             head = model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code]
             sixteen = sixteen - head * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param) * (1.0 - 1.0 / hw.dense_shards)
         weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards

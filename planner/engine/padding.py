@@ -13,7 +13,9 @@ layers:
   (the output projection) and (ceil(H_kv/R) R - H_kv) KV heads of 2 d h_d each, per layer;
 - a chip of r ranks caches r ceil(H_kv/R) of the H_kv KV heads (replicated up to one a rank, as the
   planner already replicates KV heads once TP exceeds them).
-Only for full (GQA/MHA/MQA) attention; a model of another attention type keeps the TP-divides rule.
+Only for full (GQA/MHA/MQA) attention, windowed or not; a model of another attention type keeps the
+TP-divides rule. The SDK pads the MLP's intermediate size to a multiple of the ranks as well; that is at
+most ranks - 1 columns of tens of thousands and is not counted.
 """
 
 from __future__ import annotations
@@ -22,14 +24,30 @@ import numpy as np
 
 from .attention.full import FullAttention
 from .hardware import CandidateHardware
-from .specs import ModelSpec
+from .specs import ChipSpec, ModelSpec
+
+
+def _full_attention(model: ModelSpec) -> FullAttention | None:
+    """The model's full attention, through a window or chunking around it (attention/ Wrapping); None for
+    another type (latent, linear, hybrid)."""
+    attention = model.attention
+    while not isinstance(attention, FullAttention) and hasattr(attention, "inner"):
+        attention = attention.inner
+    return attention if isinstance(attention, FullAttention) else None
 
 
 def pads_heads(model: ModelSpec, hw: CandidateHardware) -> np.ndarray | bool:
     """Per candidate: its chip pads this model's heads (False everywhere when none does)."""
-    if not hw.any_head_padding or not isinstance(model.attention, FullAttention):
+    if not hw.any_head_padding or _full_attention(model) is None:
         return False
     return hw.head_ranks > 0
+
+
+def runs_any_tensor_parallel(model: ModelSpec, chip: ChipSpec) -> bool:
+    """Whether `chip` runs `model` at a TP degree that does not divide its heads (its SDK pads them)."""
+    from .chips import policy_for  # chips/ imports the layouts that ask this
+
+    return policy_for(chip).head_ranks_per_chip(chip) > 0 and _full_attention(model) is not None
 
 
 def _padded(count: float, ranks: np.ndarray) -> np.ndarray:
@@ -56,7 +74,7 @@ def padded_projection_params(model: ModelSpec, hw: CandidateHardware) -> np.ndar
     kv_heads = _padded(float(shape.num_kv_heads), ranks) - shape.num_kv_heads
     per_query_head = d * hd * (2.0 if shape.attention_output_gate else 1.0) + hd * d
     per_layer = query_heads * per_query_head + kv_heads * 2.0 * d * hd
-    return np.where(padding, model.attention.num_layers * per_layer, 0.0)
+    return np.where(padding, _full_attention(model).num_layers * per_layer, 0.0)
 
 
 def kv_share_per_chip(model: ModelSpec, hw: CandidateHardware) -> np.ndarray:

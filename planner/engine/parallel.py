@@ -14,11 +14,16 @@ TENSOR_PARALLEL_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 
 def tensor_parallel_options(model: ModelSpec, chip: ChipSpec, chip_count: int, pipeline_parallel: int = 1) -> list[int]:
     """TP degrees worth trying for a fixed chip count, smallest first: each divides the
-    attention heads (Megatron splits heads over ranks) and the chip count into replicas of
+    attention heads (Megatron splits heads over ranks; a chip whose SDK pads them, padding.py, takes any,
+    and its whole node too, as AWS runs 12 Inferentia2 chips) and the chip count into replicas of
     tp x pp, and fits in a node; when none fits a node, the smallest that divides."""
+    from .padding import runs_any_tensor_parallel  # padding reads the chip policies, which import this module
+
+    any_tp = runs_any_tensor_parallel(model, chip)
+    choices = sorted(set(TENSOR_PARALLEL_CHOICES) | ({chip.node_size} if any_tp else set()))
     options = [
-        tp for tp in TENSOR_PARALLEL_CHOICES
-        if model.num_attention_heads % tp == 0 and chip_count % (tp * pipeline_parallel) == 0
+        tp for tp in choices
+        if (any_tp or model.num_attention_heads % tp == 0) and chip_count % (tp * pipeline_parallel) == 0
     ]  # fmt: skip
     within_node = [tp for tp in options if tp <= chip.node_size]
     return within_node or options[:1] or [1]

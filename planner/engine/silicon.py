@@ -142,14 +142,14 @@ def _check(layout: WorkerLayout, role: str) -> None:
         raise ValueError(f"{role}tp_size is {layout.tensor_parallel} as published: no layout to predict")
 
 
-def attention_layout(model: ModelSpec, layout: WorkerLayout) -> tuple[WorkerLayout, str | None]:
+def attention_layout(model: ModelSpec, layout: WorkerLayout, node_size: int | None = None) -> tuple[WorkerLayout, str | None]:
     """The layout an engine can run: a tensor-parallel degree that does not divide the attention heads
     cannot shard them (Megatron splits heads over ranks), so a world of that many GPUs runs its
     attention data-parallel, one replica per GPU with its own KV cache, the experts spread over all of
     them, as SGLang's --enable-dp-attention and TensorRT-LLM's attention DP do (the layout then counts
     the world as tp_size). Returns the layout and, when it was read so, a note saying it."""
     tp = layout.tensor_parallel
-    squared = squared_expert_layout(layout)
+    squared = squared_expert_layout(layout, node_size)
     if squared is not None:
         return squared
     if tp <= 1 or model.num_attention_heads % tp == 0 or layout.attention_data_parallel > 1:
@@ -159,15 +159,18 @@ def attention_layout(model: ModelSpec, layout: WorkerLayout) -> tuple[WorkerLayo
     return dataclasses.replace(layout, tensor_parallel=1, attention_data_parallel=tp), note
 
 
-def squared_expert_layout(layout: WorkerLayout) -> tuple[WorkerLayout, str] | None:
-    """A worker published as tp 1, MoE TP N x MoE EP N and attention DP N x N (26 TensorRT-LLM DeepSeek agg
-    rows of the dev file: N = 8 on one 8-GPU B200 or H200 node, N = 4) is N GPUs of attention DP N with the
-    experts over the N, not N x N GPUs: the rows' own ids name the layout "tp8_ep8" / "tp4_ep4", and the
-    ones measured beside a tp 1 x attention DP 8 x EP 8 row of the same run publish the same TTFT and
-    TPOT to the last digit (docs/accuracy.md, "What the published columns cannot say"). Returns None for
-    any other layout."""
+def squared_expert_layout(layout: WorkerLayout, node_size: int | None = None) -> tuple[WorkerLayout, str] | None:
+    """A worker published as tp 1, MoE TP N x MoE EP N and attention DP N x N wider than the chip's node
+    (26 TensorRT-LLM DeepSeek agg rows of the dev file: N = 8, and N = 4, on 8-GPU B200 and H200 nodes) is N
+    GPUs of attention DP N with the experts over the N, not N x N GPUs: the rows' own ids name the layout
+    "tp8_ep8" / "tp4_ep4", and eight of them repeat a tp 1 x attention DP 8 x EP 8 row of the same file to
+    the last digit in TTFT and TPOT (docs/accuracy.md, "What the published columns cannot say"). Within
+    a node (or with no node size given) such fields are consistent (tp x adp = moe_tp x moe_ep) and kept.
+    Returns None for any other layout."""
     n = layout.moe_expert_parallel
     if not (layout.tensor_parallel == 1 and n > 1 and layout.moe_tensor_parallel == n and layout.attention_data_parallel == n * n):
+        return None
+    if node_size is None or n * n <= node_size:
         return None
     read = dataclasses.replace(layout, attention_data_parallel=n, moe_tensor_parallel=1)
     note = (f"attention_dp_size {n * n} with moe_tp_size {n} x moe_ep_size {n} is read as {n} GPUs: attention data parallelism "
@@ -189,7 +192,7 @@ def agg_batch(row: SiliconRow) -> int:
 
 
 def _one(model, chip, layout: WorkerLayout, workload: Workload, batch: int, dtype: str, disaggregated: bool, calibration, efficiency):
-    layout, note = attention_layout(model, layout)
+    layout, note = attention_layout(model, layout, chip.node_size)
 
     def run(worker: WorkerLayout) -> Estimate:
         deployment = Deployment(

@@ -234,13 +234,17 @@ class ModelSpec:
     @property
     def group_sharded_params(self) -> float:
         """Under attention data parallelism that keeps the dense layers tensor-parallel over the group
-        (Scheduler.attention_dp_dense, SGLang): everything but the attention layers, the input embedding
-        and the routed experts, that is the dense FFN layers, the shared experts, the routers and an untied
-        LM head (a tied one is the embedding, kept whole)."""
-        attention = architecture.attention_layer_count(self.shape) * (
-            architecture.attention_params_per_layer(self.shape) + architecture.indexer_params_per_layer(self.shape)
-        )
-        return max(float(self.total_params) - self.routed_expert_params - attention - float(self.embedding_params), 0.0)
+        (Scheduler.attention_dp_dense, SGLang): everything but the attention and linear-attention mixers,
+        the input embedding and the routed experts, that is the dense FFN layers, the shared experts, the
+        routers and an untied LM head (a tied one is the embedding, kept whole). 0 for a dense model, whose
+        attention replicas are plain data-parallel replicas."""
+        if not self.is_moe:
+            return 0.0
+        shape = self.shape
+        mixers = architecture.attention_layer_count(shape) * (
+            architecture.attention_params_per_layer(shape) + architecture.indexer_params_per_layer(shape)
+        ) + architecture.linear_layer_count(shape) * architecture.linear_params_per_layer(shape)
+        return max(float(self.total_params) - self.routed_expert_params - mixers - float(self.embedding_params), 0.0)
 
     @property
     def routed_expert_params(self) -> float:

@@ -183,3 +183,15 @@ def test_a_weight_format_of_another_dtype_is_a_400_naming_it(catalog, anonymous_
     assert response.status_code == 400 and "weight_format" in response.json(), response.json()
     unknown = anonymous_client.post("/api/v1/estimates/", {**BASE, "weight_dtype": "int4", "weight_format": "gguf"}, format="json")
     assert unknown.status_code == 400 and "weight_format" in unknown.json()
+
+
+def test_a_tp_that_does_not_divide_the_heads_is_refused_on_a_gpu_and_run_padded_on_a_neuron_chip(catalog, anonymous_client):
+    """Llama-3.1-8B's 32 heads: TP 6 on H100s is a 400 naming tensor_parallel; TP 12 over an inf2.48xlarge's 12
+    Inferentia2 chips (24 NeuronCores, as AWS benchmarks it) runs with the heads padded to 48."""
+    gpu = anonymous_client.post("/api/v1/estimates/", {**BASE, "chip_count": 6, "tensor_parallel": 6}, format="json")
+    assert gpu.status_code == 400 and "tensor_parallel" in gpu.json()
+    neuron = anonymous_client.post(
+        "/api/v1/estimates/", {**BASE, "chip": "aws-inferentia2", "chip_count": 12, "tensor_parallel": 12, "batch": 1}, format="json"
+    )
+    assert neuron.status_code == 200, neuron.json()
+    assert neuron.json()["fits"] and neuron.json()["tensor_parallel"] == 12

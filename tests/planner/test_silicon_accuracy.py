@@ -230,20 +230,24 @@ def test_a_worker_published_as_one_gpu_that_cannot_hold_the_weights_is_read_as_t
 
 def test_a_worker_whose_published_fields_square_its_width_is_read_as_that_width():
     """TensorRT-LLM DeepSeek rows named "tp8_ep8" publish attention_dp_size 64 with MoE TP 8 x EP 8 on an
-    8-GPU node, and measure what the tp 1 x attention DP 8 x EP 8 row of the same run measures."""
-    from planner.engine.silicon import WorkerLayout, squared_expert_layout
+    8-GPU node, and measure what the tp 1 x attention DP 8 x EP 8 row of the same run measures. The same
+    fields within a node (a 4-GPU worker of attention DP 4 and MoE 2 x 2) are consistent and kept."""
+    from planner.engine.silicon import WorkerLayout, attention_layout, squared_expert_layout
 
     from .engine.factories import llama_3_1_8b
 
     published = WorkerLayout(workers=None, batch=1, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=64,
                              moe_tensor_parallel=8, moe_expert_parallel=8)  # fmt: skip
-    layout, note = squared_expert_layout(published)
+    layout, note = squared_expert_layout(published, node_size=8)
     assert (layout.tensor_parallel, layout.attention_data_parallel, layout.moe_expert_parallel, layout.gpus) == (1, 8, 8, 8)
     assert "read as 8 GPUs" in note
-    # Through attention_layout, as every row is read; a layout whose fields agree is left as published.
-    from planner.engine.silicon import attention_layout
-
-    assert attention_layout(llama_3_1_8b(), published)[0] == layout
+    # Through attention_layout, as every row is read.
+    assert attention_layout(llama_3_1_8b(), published, 8)[0] == layout
+    # 64 GPUs fit a GB200 NVL72 domain: there the fields may say what ran, and are kept.
+    assert squared_expert_layout(published, node_size=72) is None
+    within = WorkerLayout(workers=None, batch=8, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=4,
+                          moe_tensor_parallel=2, moe_expert_parallel=2)  # fmt: skip
+    assert squared_expert_layout(within, node_size=8) is None and attention_layout(llama_3_1_8b(), within, 8) == (within, None)
     eight = WorkerLayout(workers=None, batch=8, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=8,
                          moe_tensor_parallel=1, moe_expert_parallel=8)  # fmt: skip
-    assert squared_expert_layout(eight) is None and attention_layout(llama_3_1_8b(), eight) == (eight, None)
+    assert squared_expert_layout(eight, node_size=8) is None and attention_layout(llama_3_1_8b(), eight, 8) == (eight, None)

@@ -14,9 +14,10 @@ OTHER = Efficiency(
 )  # fmt: skip
 
 # AWS Inferentia and Trainium run under the Neuron SDK, whose tp_degree counts NeuronCores (two a chip on
-# Inferentia2 and Trainium1, eight on Trainium2) and which pads what does not divide: the query heads and
-# the KV cache's heads to a multiple of tp_degree, the MLP to a multiple of it (aws-neuron/transformers-neuronx
-# src/transformers_neuronx/decoder.py: the attention-output padding, init_caches' round_up_to_divisor of
-# n_kv_head, the MLP's intermediate_size_padded). The Neuron benchmarks run Llama-3-8B's 32 heads over 24
+# Inferentia2 and Trainium1, eight physical on Trainium2 and 3, where a logical NeuronCore configuration of 2
+# presents them as four: awsdocs-neuron .../neuron-features/logical-neuroncore-config; the catalog's `cores`
+# keeps the physical count, so padding there is at most that of eight ranks) and which pads what does not divide: the query heads and the KV cache's heads to a multiple of
+# tp_degree (aws-neuron/transformers-neuronx src/transformers_neuronx/decoder.py: the attention-output padding,
+# init_caches' round_up_to_divisor of n_kv_head; the MLP's intermediate_size_padded too, not counted). The Neuron benchmarks run Llama-3-8B's 32 heads over 24
 # NeuronCores of an inf2.48xlarge (benchmarks/measurements/other_chips.csv, inf2-tnx-*).
 POLICY = ChipPolicy(kind="other", efficiency=OTHER, head_padding_vendors=("aws",))

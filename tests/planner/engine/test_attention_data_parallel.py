@@ -95,13 +95,30 @@ def test_an_engine_that_gathers_the_experts_tokens_moves_every_ranks_tokens_not_
     for adp in (8, 16):
         # 8,192 sequences: the bytes, not the collectives' latency, set the exchange's time.
         a2a, gathered = _under("TensorRT-LLM-like", adp, 8192), _under("vLLM-like", adp, 8192, moe_dispatch="all_gather")
+        ratio = gathered.decode.comm_s / a2a.decode.comm_s
         if adp == 8:
-            assert gathered.decode.comm_s == pytest.approx(a2a.decode.comm_s)
-        else:
-            assert gathered.decode.comm_s == pytest.approx(2 * a2a.decode.comm_s, rel=0.1)
+            assert ratio == pytest.approx(1.0)
+        else:  # twice the bytes; the collectives' fixed latency, the same for both, keeps it under 2
+            assert 1.6 < ratio < 2.0
     assert _under("vLLM-like", 16, 512, moe_dispatch="all_gather").decode.comm_s > _under("vLLM-like", 16, 64, moe_dispatch="all_gather").decode.comm_s
     # Without attention data parallelism the engines agree: nothing is exchanged across replicas.
     assert _under("TensorRT-LLM-like", 1, 64).decode.comm_s == pytest.approx(_under("vLLM-like", 1, 64, moe_dispatch="all_gather").decode.comm_s)
+
+
+def test_a_dense_model_under_such_an_engine_keeps_plain_data_parallel_replicas():
+    """Attention DP of a dense model is data parallelism: nothing is split over the group, nothing exchanged."""
+    import dataclasses
+
+    from planner.engine.specs import Scheduler
+
+    model = llama_3_1_8b()
+    assert model.group_sharded_params == 0.0 and DEEPSEEK_V3.group_sharded_params > 0
+    sglang = dataclasses.replace(H200, scheduler=Scheduler(engine="SGLang-like", kv_memory_fraction=0.9, moe_dispatch="all_gather",
+                                                           attention_dp_dense="tensor_parallel"))  # fmt: skip
+    plain = dataclasses.replace(H200, scheduler=Scheduler(engine="plain", kv_memory_fraction=0.9))
+    under, replicas = (estimate(model, Deployment(chip=c, chip_count=8, attention_data_parallel=8), WORK, batch=64) for c in (sglang, plain))
+    assert under.memory.weights_bytes_per_chip == replicas.memory.weights_bytes_per_chip
+    assert under.tpot_s == pytest.approx(replicas.tpot_s)
 
 
 def test_a_scheduler_names_only_the_exchanges_it_knows():

@@ -51,23 +51,29 @@ def test_padded_heads_cost_memory_traffic_and_kv_cache():
 
 
 def test_a_tp_over_ranks_that_divide_the_heads_pads_only_the_kv_heads():
-    """Llama-2-7B (32 heads, 32 KV heads) over 8 chips = 16 ranks pads nothing; Llama-3.1-8B's 8 KV heads over 16
-    ranks replicate to one a rank, which the planner already counts at the chip's width of two ranks."""
+    """Over 8 chips = 16 ranks Llama-2-7B (32 query and 32 KV heads) pads nothing, as on silicon without
+    padding; Llama-3.1-8B's 8 KV heads replicate to one a rank: 8 more KV heads' projections, and each chip
+    caches 2 of the 8 heads."""
     from planner.engine.padding import kv_share_per_chip, padded_projection_params, query_head_factor
 
-    for model, kv_padded in ((llama_2_7b(), 0), (llama_3_1_8b(), 8)):
-        result = _neuron(model, 8)
-        assert result.fits
-        assert result.memory.weights_bytes_per_chip >= model.total_params * 2 / 8
+    unpadded_chip = dataclasses.replace(inferentia2(), vendor="Example")
+    for model, padded_kv_heads in ((llama_2_7b(), 0), (llama_3_1_8b(), 8)):
+        padded, plain = _neuron(model, 8), _neuron(model, 8, chip=unpadded_chip)
+        zero_params = model.num_layers * padded_kv_heads * 2 * model.hidden_size * model.head_dim
+        assert padded.memory.weights_bytes_per_chip - plain.memory.weights_bytes_per_chip == pytest.approx(zero_params * 2 / 8, abs=1.0)
     hw = _hardware(llama_3_1_8b(), 8)
     assert float(query_head_factor(llama_3_1_8b(), hw)[0]) == 1.0
     assert float(kv_share_per_chip(llama_3_1_8b(), hw)[0]) == pytest.approx(2 / 8)
-    d, hd, layers = 4096, 128, 32
-    assert float(padded_projection_params(llama_3_1_8b(), hw)[0]) == pytest.approx(layers * 8 * 2 * d * hd)
+    assert float(padded_projection_params(llama_3_1_8b(), hw)[0]) == pytest.approx(32 * 8 * 2 * 4096 * 128)
 
 
 def test_a_model_of_another_attention_type_keeps_the_divide_rule():
-    from planner.engine.padding import pads_heads
+    from planner.engine.padding import pads_heads, runs_any_tensor_parallel
+    from planner.engine.parallel import tensor_parallel_options
+
+    # Searches and "auto" layouts try a padded TP on such a chip (its whole node too), never on a GPU.
+    assert 12 in tensor_parallel_options(llama_3_1_8b(), inferentia2(), 12) and 3 not in tensor_parallel_options(llama_3_1_8b(), h100_sxm(), 6)
+    assert runs_any_tensor_parallel(llama_3_1_8b(), inferentia2()) and not runs_any_tensor_parallel(llama_3_1_8b(), h100_sxm())
 
     hw = _hardware(llama_3_1_8b(), 12)
     assert np.all(pads_heads(llama_3_1_8b(), hw))
