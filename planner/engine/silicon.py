@@ -160,21 +160,27 @@ def attention_layout(model: ModelSpec, layout: WorkerLayout, node_size: int | No
 
 
 def squared_expert_layout(layout: WorkerLayout, node_size: int | None = None) -> tuple[WorkerLayout, str] | None:
-    """A worker published as tp 1, MoE TP N x MoE EP N and attention DP N x N wider than the chip's node
-    (26 TensorRT-LLM DeepSeek agg rows of the dev file: N = 8, and N = 4, on 8-GPU B200 and H200 nodes) is N
-    GPUs of attention DP N with the experts over the N, not N x N GPUs: the rows' own ids name the layout
-    "tp8_ep8" / "tp4_ep4", and eight of them repeat a tp 1 x attention DP 8 x EP 8 row of the same file to
-    the last digit in TTFT and TPOT (docs/accuracy.md, "What the published columns cannot say"). Within
-    a node (or with no node size given) such fields are consistent (tp x adp = moe_tp x moe_ep) and kept.
-    Returns None for any other layout."""
-    n = layout.moe_expert_parallel
-    if not (layout.tensor_parallel == 1 and n > 1 and layout.moe_tensor_parallel == n and layout.attention_data_parallel == n * n):
+    """A worker published with MoE TP N x MoE EP N and N x N GPUs of attention (tp 1 x attention DP N x N, or
+    tp N x N) wider than the chip's node is N GPUs, the experts over the N (MoE TP 1), the attention as
+    attention DP N or TP N: 175 DeepSeek agg rows of the dev file on 8-GPU B200 and H200 nodes (N = 8, and
+    N = 4), TensorRT-LLM and SGLang. The rows' own ids name the layout "tp8_ep8" / "tp4_ep4", and 32 of them
+    repeat, to the last digit in TTFT and TPOT, a row of the dev file published as the N GPUs (attention
+    DP N x EP N, or TP N x EP N) (docs/accuracy.md, "What the published columns cannot say"). Within a node
+    (or with no node size given) such fields are consistent (tp x adp = moe_tp x moe_ep) and kept. Returns
+    None for any other layout."""
+    n, tp, adp = layout.moe_expert_parallel, layout.tensor_parallel, layout.attention_data_parallel
+    if not (n > 1 and layout.moe_tensor_parallel == n and tp * adp == n * n and (tp == 1 or adp == 1)):
         return None
     if node_size is None or n * n <= node_size:
         return None
-    read = dataclasses.replace(layout, attention_data_parallel=n, moe_tensor_parallel=1)
-    note = (f"attention_dp_size {n * n} with moe_tp_size {n} x moe_ep_size {n} is read as {n} GPUs: attention data parallelism "
-            f"{n} with the experts over the {n} (the published fields square the worker's width)")
+    if adp > 1:
+        read = dataclasses.replace(layout, attention_data_parallel=n, moe_tensor_parallel=1)
+        published, attention = f"attention_dp_size {n * n}", f"attention data parallelism {n}"
+    else:
+        read = dataclasses.replace(layout, tensor_parallel=n, moe_tensor_parallel=1)
+        published, attention = f"tp_size {n * n}", f"tensor parallelism {n}"
+    note = (f"{published} with moe_tp_size {n} x moe_ep_size {n} is read as {n} GPUs: {attention} with the experts over "
+            f"the {n} (the published fields square the worker's width)")  # fmt: skip
     return read, note
 
 

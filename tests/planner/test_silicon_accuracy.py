@@ -243,6 +243,12 @@ def test_a_worker_whose_published_fields_square_its_width_is_read_as_that_width(
     assert "read as 8 GPUs" in note
     # Through attention_layout, as every row is read.
     assert attention_layout(llama_3_1_8b(), published, 8)[0] == layout
+    # The same squaring in tp_size (tp 64, MoE TP 8 x EP 8): TP 8 with the experts over the 8.
+    tp_squared = WorkerLayout(workers=None, batch=1, tensor_parallel=64, pipeline_parallel=1, attention_data_parallel=1,
+                              moe_tensor_parallel=8, moe_expert_parallel=8)  # fmt: skip
+    read, note = squared_expert_layout(tp_squared, node_size=8)
+    assert (read.tensor_parallel, read.attention_data_parallel, read.moe_tensor_parallel, read.moe_expert_parallel, read.gpus) == (8, 1, 1, 8, 8)
+    assert "tp_size 64" in note and "tensor parallelism 8" in note
     # 64 GPUs fit a GB200 NVL72 domain: there the fields may say what ran, and are kept.
     assert squared_expert_layout(published, node_size=72) is None
     within = WorkerLayout(workers=None, batch=8, tensor_parallel=1, pipeline_parallel=1, attention_data_parallel=4,
