@@ -49,7 +49,14 @@ class ChipPolicy:
         max_chip_count: int,
         tensor_parallel_options: Sequence[int] = DEFAULT_TENSOR_PARALLEL,
     ) -> list[tuple[int, int, int]]:
-        return chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=tensor_parallel_options)
+        """The default TP degrees gain the chip's whole node where its SDK pads the model's heads (an
+        inf2.48xlarge's 12 Inferentia2 chips as one TP group, as AWS benchmarks it: padding.py)."""
+        from ..padding import runs_any_tensor_parallel  # padding reads the policies
+
+        options = tuple(tensor_parallel_options)
+        if options == tuple(DEFAULT_TENSOR_PARALLEL) and runs_any_tensor_parallel(model, chip):
+            options = tuple(sorted(set(options) | {chip.node_size}))
+        return chip_layouts(chip, max_chip_count=max_chip_count, tensor_parallel_options=options)
 
     def layouts_of_count(
         self, chip: ChipSpec, model: ModelSpec, chip_count: int, *, weight_dtype: str, pipeline_parallel: int | None = None,

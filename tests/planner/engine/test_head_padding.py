@@ -90,3 +90,16 @@ def _hardware(model, tp: int):
     chips = (inferentia2(),)
     grid = CandidateGrid.single(chip_count=tp, tensor_parallel=tp, batch=1, weight_dtype="bf16", kv_dtype="bf16")
     return candidate_hardware(chip_table(chips), grid, compute_table(chips), efficiency_table(chips), model.weight_tables)
+
+
+def test_a_search_tries_the_whole_node_as_one_tp_group_where_the_sdk_pads():
+    """An inf2.48xlarge's 12 Inferentia2 chips as TP 12 is among the layouts a plan searches; a GPU's node of 8
+    adds nothing new, and an explicit list of TP degrees is kept as given."""
+    from planner.engine.chips import policy_for
+
+    chip = inferentia2()
+    layouts = policy_for(chip).layouts(chip, llama_3_1_8b(), ("bf16",), max_chip_count=24)
+    assert (12, 12, 1) in layouts and (24, 12, 2) in layouts
+    assert (12, 12, 1) not in policy_for(chip).layouts(chip, llama_3_1_8b(), ("bf16",), max_chip_count=24, tensor_parallel_options=(1, 2, 4))
+    gpu = policy_for(h100_sxm()).layouts(h100_sxm(), llama_3_1_8b(), ("bf16",), max_chip_count=16)
+    assert {tp for _, tp, _ in gpu} == {1, 2, 4, 8}
