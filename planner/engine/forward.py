@@ -21,6 +21,7 @@ from scipy.special import ndtri
 from hwcatalog.architecture import experts_touched
 
 from .hardware import CandidateHardware
+from .memory import group_split_bytes
 from .padding import kv_share_per_chip, padded_projection_params, query_head_factor
 from .parallel import expert_all_to_all_s, pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
@@ -153,7 +154,7 @@ def forward_cost(
         flops = (tokens * (model.matmul_params - head) + rows * head) * 2.0 * flop_scale / flop_ranks + attention_flops
     weights = params_read(model, tokens, expert_shards=adp if split else None) * beta_w / (tp * pp)
     if split:  # dense layers kept tensor-parallel over the attention-DP group (SGLang) stream 1/adp of them
-        weights = weights - model.group_sharded_params * (1.0 - 1.0 / hw.dense_shards) * beta_w / (tp * pp)
+        weights = weights - group_split_bytes(model, hw, beta_w, sixteen_bit=weight_bytes_per_param is None) / (tp * pp)
     if hw.any_head_padding:  # the padded heads' zero projections are stored, streamed and multiplied (padding.py)
         padded = padded_projection_params(model, hw)
         weights = weights + padded * beta_w / (tp * pp)
@@ -168,8 +169,6 @@ def forward_cost(
         tables, code = model.weight_tables, hw.weight_dtype_code
         sixteen, sixteen_head = tables.sixteen_bit_streamed_params[code], tables.sixteen_bit_head_params[code]
         weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
-        if split and model.group_sharded_params and not model.tie_word_embeddings:  # an untied LM head kept tensor-parallel over the attention-DP group streams 1/adp of its 16 bits
-            weights = weights - sixteen_head * (SIXTEEN_BIT_BYTES - beta_w) * (1.0 - 1.0 / hw.dense_shards) / (tp * pp)
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert

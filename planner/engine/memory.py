@@ -66,11 +66,8 @@ def memory_fit(
     if hw.any_attention_dp:
         # An engine that keeps the dense layers tensor-parallel over the group (SGLang) splits them over the adp replicas too.
         spread = (model.total_params - model.routed_expert_params) + model.routed_expert_params / adp
-        spread = spread - model.group_sharded_params * (1.0 - 1.0 / hw.dense_shards)
-        if hw.any_sixteen_bit and model.group_sharded_params and not model.tie_word_embeddings:  # so is an untied 16-bit LM head
-            head = model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code]
-            sixteen = sixteen - head * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param) * (1.0 - 1.0 / hw.dense_shards)
-        weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen) / shards
+        split = group_split_bytes(model, hw, hw.weight_bytes_per_param, sixteen_bit=True)
+        weights = (np.where(adp > 1, spread, model.total_params) * hw.weight_bytes_per_param + sixteen - split) / shards
     else:
         weights, adp = (model.total_params * hw.weight_bytes_per_param + sixteen) / shards, 1.0
     if hw.any_head_padding:  # padded heads' zero projections are stored like the rest (padding.py)
@@ -112,6 +109,20 @@ def sixteen_bit_extra_bytes(model: ModelSpec, hw: CandidateHardware) -> np.ndarr
         return 0.0
     stored = model.weight_tables.sixteen_bit_stored_params[hw.weight_dtype_code]
     return stored * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
+
+
+def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, *, sixteen_bit: bool) -> np.ndarray | float:
+    """What one attention replica does not hold (nor stream) of the dense layers an engine keeps tensor-parallel
+    over the attention-DP group (Scheduler.attention_dp_dense, SGLang): (1 - 1/adp) of ModelSpec.group_sharded_params
+    at `bytes_per_param`, and of an untied LM head's extra 16-bit byte where the format keeps it in 16 bits
+    (`sixteen_bit`: the priced model's own weights, not a draft passing its own width). The whole model's; 0
+    where no candidate splits them."""
+    if not model.group_sharded_params:
+        return 0.0
+    split = model.group_sharded_params * bytes_per_param
+    if sixteen_bit and hw.any_sixteen_bit and not model.tie_word_embeddings:
+        split = split + model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code] * (SIXTEEN_BIT_BYTES - bytes_per_param)
+    return split * (1.0 - 1.0 / hw.dense_shards)
 
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:
