@@ -68,8 +68,14 @@ SIXTEEN_BIT_HEAD_FORMATS: tuple[str, ...] = ("fp8", "fp8_block", "mxfp4", "nvfp4
 #   (nvidia/DeepSeek-V3.1-NVFP4 excludes q_a/q_b/kv_a/kv_b_proj, not o_proj);
 # - router: the MoE gates (gpt-oss: model.layers.*.mlp.router);
 # - shared_experts: a MoE layer's shared experts (Kimi K2.5's int4 and K2.6's NVFP4 checkpoints);
-# - dense_ffn: the FFNs of the layers without experts (Kimi K2.6 NVFP4 excludes layer 0, K2.5 mlp.*_proj).
-SIXTEEN_BIT_MODULES: tuple[str, ...] = ("attention", "attention_inputs", "router", "shared_experts", "dense_ffn")
+# - dense_ffn: the FFNs of the layers without experts (Kimi K2.6 NVFP4 excludes layer 0, K2.5 mlp.*_proj);
+# - linear_attention: the linear-attention / Mamba-2 mixers of a hybrid (Kimi K3's MXFP4 checkpoint ignores
+#   .*self_attn.*, its KDA layers included);
+# - moe_latent: a latent MoE's projections into and out of the experts' width (Kimi K3: only the routed
+#   experts are MXFP4, block_sparse_moe.routed_expert_down_proj / up_proj stay bf16).
+SIXTEEN_BIT_MODULES: tuple[str, ...] = (
+    "attention", "attention_inputs", "router", "shared_experts", "dense_ffn", "linear_attention", "moe_latent",
+)
 SIXTEEN_BIT_BYTES = DTYPE_BYTES["bf16"]
 
 
@@ -137,6 +143,25 @@ class ArchShape:
     sparse_attention_topk: int | None = None
     indexer_num_heads: int | None = None
     indexer_head_dim: int | None = None
+    # DeepSeek-V4's compressed attention (deepseek-ai/DeepSeek-V4-Flash config.json and inference/model.py Attention,
+    # Compressor, Indexer, as AIConfigurator counts them @095f58a5: sdk/models/deepseek_v4.py for the cache,
+    # rust operators/dsv4.rs for the weights). On every attention layer: a query of q_lora_rank, ONE shared key-value
+    # vector of head_dim per cached entry (MQA whose key is its value), a sliding window of `sliding_window`
+    # raw entries, and a grouped low-rank output (o_groups groups of heads, each to o_lora_rank, then one
+    # o_groups*o_lora_rank -> d projection). On top of the window, csa_layers layers (CSA, config
+    # compress_ratios 4) pool every csa_compress_ratio tokens into one entry with an overlapping gated
+    # compressor and read the sparse_attention_topk entries their indexer (indexer_num_heads x
+    # indexer_head_dim, its keys pooled alike) picks; hca_layers layers (HCA, compress_ratios 128) pool
+    # every hca_compress_ratio tokens and read all of them; the other attention layers have the window only.
+    o_lora_rank: int | None = None
+    o_groups: int | None = None
+    csa_layers: int | None = None
+    csa_compress_ratio: int | None = None
+    hca_layers: int | None = None
+    hca_compress_ratio: int | None = None
+    # LatentMoE (Kimi K3 `routed_expert_hidden_size`, Nemotron 3 `moe_latent_size`): the routed experts run at
+    # this width between a d -> latent and a latent -> d projection per MoE layer; shared experts stay at d.
+    moe_latent_size: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -153,6 +178,11 @@ class ArchShape:
     @property
     def is_sparse(self) -> bool:
         return bool(self.sparse_attention_topk)
+
+    @property
+    def is_compressed(self) -> bool:
+        """DeepSeek-V4's compressed attention (shared key-value MQA, window, CSA / HCA layers)."""
+        return bool(self.csa_layers or self.hca_layers)
 
 
 LINEAR_ATTENTION_KINDS = ("gated_deltanet", "mamba2")
@@ -217,15 +247,54 @@ def indexer_params_per_layer(shape: ArchShape) -> int:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2-Exp report sec. 2.1; inference/model.py
     Indexer): queries from the q latent (wq_b: q_lora_rank x heads*dim), one shared key (wk: d x dim) and a
     weight per head (weights_proj: d x heads)."""
-    if not shape.is_sparse:
+    if not shape.is_sparse or shape.is_compressed:  # DeepSeek-V4's indexers: compressed_attention_params
         return 0
     heads, dim = shape.indexer_num_heads or 0, shape.indexer_head_dim or 0
     q_in = shape.q_lora_rank or shape.hidden_size
     return q_in * heads * dim + shape.hidden_size * dim + shape.hidden_size * heads
 
 
+def csa_layer_count(shape: ArchShape) -> int:
+    """DeepSeek-V4's CSA layers, at most the attention layers (a copy cut to fewer layers, as a draft head's one
+    layer, keeps CSA layers first)."""
+    return min(shape.csa_layers or 0, max(attention_layer_count(shape), 0))
+
+
+def hca_layer_count(shape: ArchShape) -> int:
+    """DeepSeek-V4's HCA layers, at most the attention layers the CSA ones leave."""
+    return min(shape.hca_layers or 0, max(attention_layer_count(shape) - csa_layer_count(shape), 0))
+
+
+def compressor_params(shape: ArchShape, head_dim: int, overlapping: bool) -> int:
+    """One DeepSeek-V4 Compressor (inference/model.py): wkv and wgate, d -> coff * head_dim each, coff 2 where
+    consecutive windows overlap (CSA's ratio 4) and 1 otherwise (HCA); its positional bias `ape` (ratio x
+    coff * head_dim) and the norm are left out like the other norms and biases."""
+    return 2 * shape.hidden_size * (2 if overlapping else 1) * head_dim
+
+
+def compressed_attention_params(shape: ArchShape) -> int:
+    """What DeepSeek-V4's CSA and HCA layers hold beyond the projections every attention layer has, all layers:
+    each CSA layer an overlapping compressor of head_dim and an indexer (wq_b: q_lora_rank -> indexer heads x
+    dim, weights_proj: d -> indexer heads, and its own overlapping compressor of indexer_head_dim; no wk, the
+    keys are the compressor's), each HCA layer a plain compressor. 0 for any other shape."""
+    if not shape.is_compressed:
+        return 0
+    heads, dim = shape.indexer_num_heads or 0, shape.indexer_head_dim or 0
+    indexer = (shape.q_lora_rank or shape.hidden_size) * heads * dim + shape.hidden_size * heads + compressor_params(shape, dim, True)
+    csa = csa_layer_count(shape) * (compressor_params(shape, shape.head_dim, True) + indexer)
+    hca = hca_layer_count(shape) * compressor_params(shape, shape.head_dim, False)
+    return csa + hca
+
+
 def attention_params_per_layer(shape: ArchShape) -> int:
     d = shape.hidden_size
+    if shape.is_compressed:
+        # DeepSeek-V4 (inference/model.py Attention): wq_a d x q_lora_rank, wq_b q_lora_rank x heads*head_dim, one
+        # shared key-value projection wkv d x head_dim per KV head, and the grouped output wo_a (heads*head_dim/G
+        # -> G*o_lora_rank, i.e. heads*head_dim x o_lora_rank weights) then wo_b G*o_lora_rank x d.
+        q_in = shape.q_lora_rank or d
+        q = (d * q_in if shape.q_lora_rank else 0) + q_in * shape.num_attention_heads * shape.head_dim
+        return q + d * shape.num_kv_heads * shape.head_dim + attention_output_params_per_layer(shape)
     if shape.is_mla:
         # DeepSeek-V2 paper §2.1: low-rank joint KV compression and low-rank queries.
         heads = shape.num_attention_heads
@@ -237,7 +306,9 @@ def attention_params_per_layer(shape: ArchShape) -> int:
         kv_a = d * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0))
         kv_b = (shape.kv_lora_rank or 0) * heads * ((shape.qk_nope_head_dim or 0) + (shape.v_head_dim or 0))
         out = heads * (shape.v_head_dim or 0) * d
-        return q + kv_a + kv_b + out
+        # A sigmoid gate on the output, d -> heads x v_head_dim (Kimi K3's gated MLA, mla_use_output_gate).
+        gate = d * heads * (shape.v_head_dim or 0) if shape.attention_output_gate else 0
+        return q + kv_a + kv_b + out + gate
     q = d * shape.num_attention_heads * shape.head_dim * (2 if shape.attention_output_gate else 1)
     kv = 2 * d * shape.num_kv_heads * shape.head_dim
     out = shape.num_attention_heads * shape.head_dim * d
@@ -245,9 +316,19 @@ def attention_params_per_layer(shape: ArchShape) -> int:
 
 
 def attention_output_params_per_layer(shape: ArchShape) -> int:
-    """The attention's output projection (heads x value dim -> d)."""
+    """The attention's output projection (heads x value dim -> d; DeepSeek-V4's grouped low-rank wo_a and wo_b)."""
+    if shape.is_compressed:
+        rank = shape.o_lora_rank or 0
+        return shape.num_attention_heads * shape.head_dim * rank + (shape.o_groups or 0) * rank * shape.hidden_size
     value_dim = (shape.v_head_dim or 0) if shape.is_mla else shape.head_dim
     return shape.num_attention_heads * value_dim * shape.hidden_size
+
+
+def attention_mixer_params(shape: ArchShape) -> int:
+    """Every attention layer's token mixer, all layers: the projections, DSA's indexer, DeepSeek-V4's compressors
+    and indexers (the linear-attention layers apart: linear_params_per_layer)."""
+    per_layer = attention_params_per_layer(shape) + indexer_params_per_layer(shape)
+    return attention_layer_count(shape) * per_layer + compressed_attention_params(shape)
 
 
 def ffn_params(hidden_size: int, intermediate_size: int, ffn_kind: str) -> int:
@@ -259,7 +340,13 @@ def params_per_expert(shape: ArchShape) -> int:
     """Parameters of one routed expert in one MoE layer (0 for a dense model)."""
     if not shape.is_moe:
         return 0
-    return ffn_params(shape.hidden_size, shape.moe_intermediate_size or shape.intermediate_size, shape.ffn_kind)
+    width = shape.moe_latent_size or shape.hidden_size  # LatentMoE: the experts run at the latent width
+    return ffn_params(width, shape.moe_intermediate_size or shape.intermediate_size, shape.ffn_kind)
+
+
+def moe_latent_params_per_layer(shape: ArchShape) -> int:
+    """LatentMoE's d -> latent and latent -> d projections of one MoE layer, run by every token (0 without)."""
+    return 2 * shape.hidden_size * shape.moe_latent_size if shape.is_moe and shape.moe_latent_size else 0
 
 
 def params_per_shared_expert(shape: ArchShape) -> int:
@@ -302,14 +389,14 @@ def stored_embedding_params(shape: ArchShape) -> int:
 def _layer_params(shape: ArchShape, experts_counted: int) -> int:
     moe_layers = _moe_layers(shape)
     dense_layers = ffn_layer_count(shape) - moe_layers
-    attention = attention_layer_count(shape) * (attention_params_per_layer(shape) + indexer_params_per_layer(shape))
+    attention = attention_mixer_params(shape)
     linear = linear_layer_count(shape) * linear_params_per_layer(shape)
     dense_ffn = dense_layers * ffn_params(shape.hidden_size, shape.intermediate_size, shape.ffn_kind)
     moe_ffn = 0
     if moe_layers:
         shared = (shape.num_shared_experts or 0) * params_per_shared_expert(shape)
         router = shape.hidden_size * (shape.num_experts or 0)
-        moe_ffn = moe_layers * (experts_counted * params_per_expert(shape) + shared + router)
+        moe_ffn = moe_layers * (experts_counted * params_per_expert(shape) + shared + router + moe_latent_params_per_layer(shape))
     return attention + linear + dense_ffn + moe_ffn
 
 
@@ -323,7 +410,7 @@ def active_parameter_count(shape: ArchShape) -> int:
     return _layer_params(shape, shape.experts_per_token or 0) + stored_embedding_params(shape)
 
 
-def kv_cache_elements_per_token(shape: ArchShape) -> int:
+def kv_cache_elements_per_token(shape: ArchShape) -> float:
     """Elements cached per token over all layers.
 
     Standard attention: K and V, 2 * L * H_kv * d_h (vLLM paper §3: OPT-13B 800 KB/token at fp16).
@@ -332,7 +419,17 @@ def kv_cache_elements_per_token(shape: ArchShape) -> int:
     Only attention layers hold a cache (a hybrid's linear / Mamba layers keep a constant state instead:
     linear_state_elements). DeepSeek Sparse Attention also caches the indexer's key, indexer_head_dim
     elements per layer (stored in fp8 by DeepSeek's kernels: the bytes here are an upper bound).
+    DeepSeek-V4's compressed attention: what a token adds once the sequence outgrows the window, one shared
+    key-value entry of head_dim per csa_compress_ratio tokens plus the indexer's key of indexer_head_dim alike on
+    each CSA layer, one entry per hca_compress_ratio tokens on each HCA layer (V4-Pro: 30 x (512 + 128) / 4 +
+    31 x 512 / 128 = 4,924, 9.62 GiB a 1M-token sequence at bf16); the window's raw entries are a constant per
+    sequence (compressed_window_elements).
     """
+    if shape.is_compressed:
+        hd, index = shape.num_kv_heads * shape.head_dim, shape.indexer_head_dim or 0
+        csa = csa_layer_count(shape) * (hd + index) / shape.csa_compress_ratio if shape.csa_layers else 0.0
+        hca = hca_layer_count(shape) * hd / shape.hca_compress_ratio if shape.hca_layers else 0.0
+        return csa + hca
     layers = attention_layer_count(shape)
     indexer = layers * (shape.indexer_head_dim or 0) if shape.is_sparse else 0
     if shape.is_mla:
@@ -344,16 +441,27 @@ def kv_cache_bytes_per_token(shape: ArchShape, dtype: str) -> float:
     return kv_cache_elements_per_token(shape) * bytes_per_element(dtype)
 
 
+def compressed_window_elements(shape: ArchShape) -> int:
+    """DeepSeek-V4: the raw entries every attention layer keeps for its window, one head_dim vector per token
+    (key = value), a constant per sequence once it is `sliding_window` tokens long (0 for any other shape)."""
+    if not shape.is_compressed:
+        return 0
+    return attention_layer_count(shape) * (shape.sliding_window or 0) * shape.num_kv_heads * shape.head_dim
+
+
 def sixteen_bit_module_params(shape: ArchShape, modules) -> int:
     """Parameters of the SIXTEEN_BIT_MODULES named in `modules` (the embeddings and LM head apart)."""
     unknown = set(modules) - set(SIXTEEN_BIT_MODULES)
     if unknown:
         raise ValueError(f"unknown 16-bit modules {sorted(unknown)}; expected some of {', '.join(SIXTEEN_BIT_MODULES)}")
     total = 0
+    # DeepSeek-V4's compressors and indexers sit under attn.* with the projections (nvidia/DeepSeek-V4-*-NVFP4
+    # exclude *.attn.*); DSA's indexer is not counted here, as before.
     if "attention" in modules:
-        total += attention_layer_count(shape) * attention_params_per_layer(shape)
+        total += attention_layer_count(shape) * attention_params_per_layer(shape) + compressed_attention_params(shape)
     elif "attention_inputs" in modules:
-        total += attention_layer_count(shape) * (attention_params_per_layer(shape) - attention_output_params_per_layer(shape))
+        inputs = attention_params_per_layer(shape) - attention_output_params_per_layer(shape)
+        total += attention_layer_count(shape) * inputs + compressed_attention_params(shape)
     moe_layers = _moe_layers(shape)
     if "router" in modules:
         total += moe_layers * shape.hidden_size * (shape.num_experts or 0)
@@ -361,6 +469,10 @@ def sixteen_bit_module_params(shape: ArchShape, modules) -> int:
         total += moe_layers * (shape.num_shared_experts or 0) * params_per_shared_expert(shape)
     if "dense_ffn" in modules:
         total += (ffn_layer_count(shape) - moe_layers) * ffn_params(shape.hidden_size, shape.intermediate_size, shape.ffn_kind)
+    if "linear_attention" in modules:
+        total += linear_layer_count(shape) * linear_params_per_layer(shape)
+    if "moe_latent" in modules:
+        total += moe_layers * moe_latent_params_per_layer(shape)
     return total
 
 

@@ -300,6 +300,26 @@ class ModelArch(Sourced):
     )
     indexer_num_heads = models.PositiveIntegerField(null=True, blank=True, help_text="The sparse-attention indexer's heads.")
     indexer_head_dim = models.PositiveIntegerField(null=True, blank=True, help_text="The sparse-attention indexer's head dim (its cached key).")
+    # DeepSeek-V4's compressed attention (hwcatalog.architecture.ArchShape; DeepSeek-V4-Flash inference/model.py).
+    o_lora_rank = models.PositiveIntegerField(
+        null=True, blank=True, help_text="DeepSeek-V4: the rank each group of heads' output is projected to (wo_a) before wo_b."
+    )
+    o_groups = models.PositiveIntegerField(null=True, blank=True, help_text="DeepSeek-V4: the groups of heads of the grouped output projection.")
+    csa_layers = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="DeepSeek-V4 compressed sparse attention (CSA) layers: window + entries pooled over csa_compress_ratio tokens, "
+        "of which the indexer's top sparse_attention_topk are read.",
+    )  # fmt: skip
+    csa_compress_ratio = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens pooled into one cached entry on a CSA layer (compress_ratios 4).")
+    hca_layers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="DeepSeek-V4 heavily compressed attention (HCA) layers: window + every entry pooled over hca_compress_ratio tokens."
+    )
+    hca_compress_ratio = models.PositiveIntegerField(null=True, blank=True, help_text="Tokens pooled into one cached entry on an HCA layer (compress_ratios 128).")
+    moe_latent_size = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="LatentMoE: the width the routed experts run at, between a projection from and one back to hidden_size "
+        "(Kimi K3 routed_expert_hidden_size).",
+    )  # fmt: skip
     hf_id = models.CharField(max_length=200, blank=True, default="", db_index=True, help_text="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B.")
     hf_aliases = models.JSONField(
         default=list, blank=True, help_text="Other Hugging Face repositories of the same architecture (instruct, pre-quantised: nvidia/...-FP8)."

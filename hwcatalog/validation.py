@@ -44,9 +44,9 @@ ARCH_OPTIONAL_DIMS = (
     "num_experts", "experts_per_token", "moe_layer_count", "moe_intermediate_size", "default_block_size",
     "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
     "linear_conv_kernel_dim", "shared_expert_intermediate_size", "sparse_attention_topk", "indexer_num_heads",
-    "indexer_head_dim",
+    "indexer_head_dim", "o_lora_rank", "o_groups", "csa_compress_ratio", "hca_compress_ratio", "moe_latent_size",
 )
-ARCH_LAYER_COUNTS = ("linear_attention_layers", "attention_layers", "ffn_layers")
+ARCH_LAYER_COUNTS = ("linear_attention_layers", "attention_layers", "ffn_layers", "csa_layers", "hca_layers")
 LINEAR_ATTENTION_KINDS = ("gated_deltanet", "mamba2")
 LINEAR_SHAPE_FIELDS = ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim", "linear_conv_kernel_dim")
 SPARSE_FIELDS = ("sparse_attention_topk", "indexer_num_heads", "indexer_head_dim")
@@ -179,6 +179,41 @@ def _layer_kind_errors(data: Mapping[str, Any]) -> Errors:
                 errors[field] = "Sparse top-k attention needs sparse_attention_topk, indexer_num_heads and indexer_head_dim."
     if given and full == 0:
         errors["sparse_attention_topk"] = "Sparse attention needs attention layers."
+    errors.update(_compressed_errors(data, full, sparse=bool(given)))
+    if data.get("moe_latent_size") and not data.get("num_experts"):
+        errors["moe_latent_size"] = "A latent MoE needs num_experts."
+    return errors
+
+
+def _compressed_errors(data: Mapping[str, Any], attention_layers: int, *, sparse: bool) -> Errors:
+    """DeepSeek-V4's compressed attention (architecture.ArchShape): shared key-value MQA with a query rank, a
+    window on every attention layer and a grouped low-rank output; CSA layers with their ratio and the indexer
+    (the sparse-attention fields), HCA layers with theirs, both counts within the attention layers."""
+    errors: Errors = {}
+    csa, hca = data.get("csa_layers") or 0, data.get("hca_layers") or 0
+    for layers, ratio in (("csa_layers", "csa_compress_ratio"), ("hca_layers", "hca_compress_ratio")):
+        if bool(data.get(layers)) != bool(data.get(ratio)):
+            errors[ratio if data.get(layers) else layers] = f"{layers} and {ratio} go together."
+    if not (csa or hca):
+        for field in ("o_lora_rank", "o_groups"):
+            if data.get(field):
+                errors[field] = "DeepSeek-V4's grouped output projection goes with its compressed attention (csa_layers, hca_layers)."
+        return errors
+    if data.get("attention_kind") != "mqa":
+        errors["attention_kind"] = "Compressed attention caches one shared key-value vector a token: mqa."
+    for field, why in (("q_lora_rank", "its queries"), ("o_lora_rank", "its grouped output"), ("o_groups", "its grouped output"),
+                       ("sliding_window", "the window every layer keeps")):  # fmt: skip
+        if not data.get(field):
+            errors[field] = f"Required for compressed attention ({why})."
+    if data.get("sliding_window_layers") not in (None, attention_layers):
+        errors["sliding_window_layers"] = "Compressed attention keeps the window on every attention layer: leave it empty."
+    groups = data.get("o_groups")
+    if groups and data["num_attention_heads"] % groups:
+        errors["o_groups"] = f"Must divide the attention heads ({data['num_attention_heads']})."
+    if csa + hca > attention_layers:
+        errors["csa_layers"] = "csa_layers + hca_layers cannot exceed the attention layers."
+    if bool(csa) != sparse:
+        errors["sparse_attention_topk"] = "CSA layers read the top-k entries of their indexer: the sparse-attention fields go with csa_layers."
     return errors
 
 

@@ -63,9 +63,15 @@ def scaled_shape(shape: architecture.ArchShape, num_layers: int) -> architecture
         moe = min(scale(shape.moe_layer_count if shape.moe_layer_count is not None else architecture.ffn_layer_count(shape)) or 0,
                   ffn if ffn is not None else num_layers)  # fmt: skip
     windowed = scale(shape.sliding_window_layers)
+    # DeepSeek-V4's CSA and HCA layers: both kinds kept, within the attention layers.
+    csa, hca = scale(shape.csa_layers), scale(shape.hca_layers)
+    if csa and hca:
+        room = attention if attention is not None else num_layers - (linear if linear and shape.linear_attention_kind else 0)
+        hca = max(min(hca, room - csa), 1)
+        csa = min(csa, room - hca)
     return dataclasses.replace(
         shape, num_layers=num_layers, moe_layer_count=moe, ffn_layers=ffn, attention_layers=attention,
-        linear_attention_layers=linear, sliding_window_layers=windowed,
+        linear_attention_layers=linear, sliding_window_layers=windowed, csa_layers=csa, hca_layers=hca,
     )  # fmt: skip
 
 

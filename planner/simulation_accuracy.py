@@ -38,6 +38,8 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+# A slug's memory-size word ("80gb" in nvidia-a100-sxm-80gb): a name without it may mean either size.
+_MEMORY_SIZE = re.compile(r"\d+gb")
 # Words that name a form factor; a name without one ("H100 80GB", "H200") is the SXM part, the 8-GPU HGX board
 # the clouds and benchmark labs run (said in the row's notes).
 FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "oam"})
@@ -49,9 +51,11 @@ def resolve_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]
     as the SXM part; (chip, how it was read) or (None, why) when none or several match."""
     chip, why = _match_chip(name, chips)
     if chip is None and not (_words(name) & FORM_FACTORS):
-        sxm, _ = _match_chip(f"{name} sxm", chips)
+        sxm, sxm_why = _match_chip(f"{name} sxm", chips)
         if sxm is not None:
             return sxm, f"{name!r} names no form factor: read as the SXM part, {sxm.slug}"
+        if sxm_why and "memory size" in sxm_why:
+            return None, f"{name!r} names no form factor (read as SXM) and no memory size: it could be any of {sxm_why.split('any of ')[1]}"
     return chip, why
 
 
@@ -67,6 +71,10 @@ def _match_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
         if needed and needed <= words:
             matches.append((len(needed), chip))
     if not matches:
+        sized = sorted(c.slug for c in chips if (needed := _words(c.slug) - {c.slug.split("-")[0]}) and needed - words
+                       and all(_MEMORY_SIZE.fullmatch(w) for w in needed - words))  # fmt: skip
+        if sized:
+            return None, f"{name!r} states no memory size: it could be any of {', '.join(sized)}"
         return None, f"no catalog chip matches {name!r}"
     best = max(n for n, _ in matches)
     top = [c for n, c in matches if n == best]

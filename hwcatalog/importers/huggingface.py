@@ -358,7 +358,8 @@ def _nemotron_h_layers(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) 
     """Nemotron-H (transformers NemotronHConfig): each block holds one sublayer, named by a character of
     `hybrid_override_pattern` (M Mamba-2, * attention, - MLP, E MoE) or a word of `layers_block_type`. Its MLPs
     and experts are squared-ReLU up/down projections (2 matrices). The Mamba-2 widths map onto the catalog's
-    linear-attention fields: n_groups x ssm_state_size (B, C) and mamba_num_heads x mamba_head_dim (x)."""
+    linear-attention fields: n_groups x ssm_state_size (B, C) and mamba_num_heads x mamba_head_dim (x). A LatentMoE's
+    experts run at `moe_latent_size`."""
     layers = fields["num_layers"] or 0
     pattern, key = cfg.get("hybrid_override_pattern"), "hybrid_override_pattern"
     if pattern is None and cfg.get("layers_block_type") is not None:  # Nemotron 3.5 spells it as a list of words
@@ -369,8 +370,9 @@ def _nemotron_h_layers(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) 
         blocks = "mamba, attention, mlp or moe" if key == "layers_block_type" else "M, *, - or E"
         r.errors[r.prefix + key] = f"Must name one block ({blocks}) for each of num_hidden_layers."
         pattern = ""
-    if cfg.get("moe_latent_size"):
-        r.errors[r.prefix + "moe_latent_size"] = "Latent MoE (experts in a smaller latent space) is not supported."
+    # LatentMoE (Nemotron 3 Super and Ultra): the routed experts work at moe_latent_size between a d -> latent and
+    # a latent -> d projection per MoE layer; the router and the shared expert stay at d.
+    latent = r.integer("moe_latent_size", required=False, maximum=fields.get("hidden_size") or MAX_DIM)
     out: dict[str, Any] = {
         "ffn_kind": "plain",
         "linear_attention_kind": "mamba2",
@@ -394,6 +396,8 @@ def _nemotron_h_layers(cfg: dict[str, Any], r: _Reader, fields: dict[str, Any]) 
         shared = r.integer("moe_shared_expert_intermediate_size", required=False)
         if out["num_shared_experts"] and shared:
             out["shared_expert_intermediate_size"] = shared
+        if latent:
+            out["moe_latent_size"] = latent
     return out
 
 

@@ -222,7 +222,8 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     ranks instead of all-reducing the FFN: all-to-all to the experts' ranks and back, or, under an engine
     that gathers (Scheduler.moe_dispatch all_gather: vLLM's and SGLang's defaults), an all-gather of every
     rank's tokens and a reduce-scatter of the results. A dense FFN layer all-reduces within the attention
-    replica's TP, or, kept tensor-parallel over the whole group (SGLang), gathers and scatters the same way."""
+    replica's TP, or, kept tensor-parallel over the whole group (SGLang), gathers and scatters the same way.
+    A LatentMoE's experts exchange its latents (ModelSpec.expert_token_width), not hidden states."""
     tp, pp, adp = hw.tensor_parallel, hw.pipeline_parallel, hw.attention_data_parallel
     layers = model.num_layers / pp
     megatron = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s)
@@ -231,14 +232,18 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     moe_layers = model.moe_layer_count / pp
     attention = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
     dense_ffn = tensor_parallel_comm_s(layers - moe_layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
-    # Each rank routes its share of the tokens to experts_per_token experts.
-    routed = tokens / (adp * tp) * model.experts_per_token * model.hidden_size * hw.activation_bytes
+    # Each rank routes its share of the tokens to experts_per_token experts, at the width they travel
+    # (a LatentMoE dispatches its latents).
+    width = model.expert_token_width
+    routed = tokens / (adp * tp) * model.experts_per_token * width * hw.activation_bytes
     a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.expert_link_latency_s)
     # Gathered: each of the tp*adp ranks receives every other rank's tokens (message is one attention
     # replica's) and sends its part of the results back, per layer.
     group = tp * adp
     gather = 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * message * adp / hw.expert_link_bytes_per_s)
-    moe = np.where(hw.moe_gathers, moe_layers * gather, a2a)
+    latent = width / model.hidden_size
+    gather_moe = 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * message * latent * adp / hw.expert_link_bytes_per_s)
+    moe = np.where(hw.moe_gathers, moe_layers * gather_moe, a2a)
     dense_ffn = np.where(hw.dense_shards > 1, (layers - moe_layers) * gather, dense_ffn)
     return np.where(adp > 1, attention + dense_ffn + moe, megatron)
 

@@ -164,6 +164,13 @@ class ModelSpec:
         return self.shape.hidden_size
 
     @property
+    def expert_token_width(self) -> int:
+        """The width of a token as it travels to its experts and back: a LatentMoE's latent
+        (Nemotron 3 `moe_latent_size`, Kimi K3 `routed_expert_hidden_size`: it projects down before the
+        dispatch and up after the combine), else the hidden size."""
+        return self.shape.moe_latent_size or self.shape.hidden_size
+
+    @property
     def num_attention_heads(self) -> int:
         return self.shape.num_attention_heads
 
@@ -241,9 +248,8 @@ class ModelSpec:
         if not self.is_moe:
             return 0.0
         shape = self.shape
-        mixers = architecture.attention_layer_count(shape) * (
-            architecture.attention_params_per_layer(shape) + architecture.indexer_params_per_layer(shape)
-        ) + architecture.linear_layer_count(shape) * architecture.linear_params_per_layer(shape)
+        linear = architecture.linear_layer_count(shape) * architecture.linear_params_per_layer(shape)
+        mixers = architecture.attention_mixer_params(shape) + linear
         return max(float(self.total_params) - self.routed_expert_params - mixers - float(self.embedding_params), 0.0)
 
     @property

@@ -15,6 +15,9 @@ REQUIRED_CHIPS = {
     "nvidia-h200-nvl", "amd-epyc-9965", "amd-epyc-9755", "nvidia-grace-cpu-superchip", "sambanova-sn40l", "nvidia-a40",
     "nvidia-l40", "nvidia-rtx-6000-ada", "nvidia-rtx-3090", "amd-mi210", "google-tpu-v3", "qualcomm-cloud-ai-100-ultra",
     "tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150",
+    # every system NVIDIA AIConfigurator models (its systems/*.yaml at 095f58a)
+    "nvidia-a30", "nvidia-a100-pcie-80gb", "nvidia-b300", "nvidia-gb200", "nvidia-gb300", "intel-arc-pro-b60",
+    "nvidia-rtx-pro-6000-blackwell",
 }
 MIN_CHIPS = 60  # issue 12
 REQUIRED_MODELS = {
@@ -27,6 +30,10 @@ REQUIRED_MODELS = {
     # the catalog issue's further models, each from its real config.json
     "deepseek-v3.2", "phi-4", "qwen3-next-80b-a3b", "qwen3.5-397b-a17b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "glm-4.7-flash",
     "gemma-3-4b", "dream-7b", "sdar-8b-chat",
+    # AIConfigurator's further models (model_configs/ at 095f58a), each from its config.json
+    "qwen3.6-35b-a3b", "qwen3-vl-2b", "glm-5.1", "glm-5.2", "nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b",
+    "nemotron-3.5-lightning-30b-a3b-nvfp4", "llama-3.3-nemotron-super-49b-v1", "minimax-m3", "step-3.7-flash", "mimo-7b",
+    "mimo-v2-flash", "gemma-4-26b-a4b", "gemma-4-31b", "deepseek-v4-flash", "deepseek-v4-pro", "kimi-k3", "kimi-k2.7-code",
 }
 
 
@@ -94,6 +101,7 @@ NO_PUBLIC_HOURLY_PRICE = {
     "nvidia-rtx-6000-ada": "no dated per-GPU-hour rate found in the providers' pages searched",
     "amd-mi210": "no current public listing found",
     "google-tpu-v3": "no dated per-chip-hour rate found in the pricing pages searched",
+    "nvidia-a30": "no dated per-GPU-hour rate found in the providers' pages searched",
 }
 
 

@@ -70,7 +70,7 @@ CATALOG_SHAPE_FIELDS = (
     "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size",
     "tie_word_embeddings", "attention_kind", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
     "v_head_dim", "num_experts", "experts_per_token", "num_shared_experts", "moe_layer_count", "moe_intermediate_size",
-    "sliding_window", "sliding_window_layers",
+    "sliding_window", "sliding_window_layers", "moe_latent_size",
 )  # fmt: skip
 CATALOG_FIXTURES = sorted(p.stem for p in FIXTURES.glob("*.json") if not p.stem.endswith("hf_quant_config"))
 

@@ -93,7 +93,7 @@ FIELDS: dict[str, tuple[str, list[Any]]] = {
     "conv_kernel": ("nemotron-3-nano-30b-a3b.json", BAD_REQUIRED),
     "attention_head_dim": ("nemotron-3-nano-30b-a3b.json", BAD_POSITIVE),
     "moe_shared_expert_intermediate_size": ("nemotron-3-nano-30b-a3b.json", BAD_POSITIVE),
-    "moe_latent_size": ("nemotron-3-nano-30b-a3b.json", [1024, "abc"]),
+    "moe_latent_size": ("nemotron-3-nano-30b-a3b.json", ["abc", 0, 1.5, 2689]),  # at most hidden_size (2688)
     # minimax-m2
     "shared_intermediate_size": ("minimax-m2.5.json", [1536, "abc", 1.5]),
     # llada (OLMo-style keys)

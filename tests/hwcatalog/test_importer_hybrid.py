@@ -36,6 +36,7 @@ REAL_CONFIGS = [
     ("qwen3-next-80b-a3b", None, 80e9, None, 2 * 12 * 2 * 256 * 2),  # 'A3B' is a label: 3.87B with both embeddings
     ("qwen3.6-27b-nvfp4", "qwen3.6-27b-nvfp4.hf_quant_config", 27e9, None, 2 * 16 * 4 * 256 * 2),
     ("nemotron-3-nano-30b-a3b", None, 31.6e9, 3.6e9, 2 * 6 * 2 * 128 * 2),  # arXiv:2512.20848
+    ("nemotron-3-super-120b-a12b", None, 120.6e9, 12.7e9, 2 * 8 * 2 * 128 * 2),  # LatentMoE; tech report 120.6B / 12.7B
     ("nemotron-h-56b", None, 56e9, None, 2 * 10 * 8 * 128 * 2),  # ten attention layers (model card)
     ("deepseek-v3.2", None, 671e9, 38.4e9, 61 * (576 + 128) * 2),  # MLA latent + the indexer's key; V3's 36.6B + embedding + indexer
     ("glm-5", None, 744e9, 41.9e9, 78 * (576 + 128) * 2),  # 40B activated + both embeddings (catalog row notes)
@@ -194,7 +195,7 @@ def _mutated(name: str, path: list[str], value) -> dict:
         (_mutated("qwen3-next-80b-a3b", ["linear_key_head_dim"], "128"), "linear_key_head_dim"),
         (_mutated("nemotron-3-nano-30b-a3b", ["hybrid_override_pattern"], "MEM*X"), "hybrid_override_pattern"),
         (_mutated("nemotron-3-nano-30b-a3b", ["ssm_state_size"], None), "ssm_state_size"),
-        (_mutated("nemotron-3-nano-30b-a3b", ["moe_latent_size"], 1024), "moe_latent_size"),
+        (_mutated("nemotron-3-nano-30b-a3b", ["moe_latent_size"], 4096), "moe_latent_size"),
         (_mutated("deepseek-v3.2", ["index_n_heads"], None), "index_n_heads"),
         (_mutated("glm-4.7", ["first_k_dense_replace"], 500), "first_k_dense_replace"),
         (_mutated("gemma-3-27b", ["text_config", "layer_types"], ["sliding_attention"]), "text_config.layer_types"),
@@ -262,3 +263,18 @@ def test_the_catalog_reaches_the_new_architectures(catalog):
     assert {"gated_deltanet", "mamba2"} <= kinds
     assert ModelArch.objects.filter(sparse_attention_topk__isnull=False).exists()
     assert ModelArch.objects.filter(sliding_window_layers__isnull=False, num_experts__isnull=True).count() >= 3
+
+
+def test_a_latent_moe_imports_with_its_latent_width():
+    """Nemotron 3 Super's LatentMoE: its 512 experts work at moe_latent_size 1024 (1024 -> 2688 -> 1024), between a
+    4096 -> 1024 and a 1024 -> 4096 projection per MoE layer (its real config is checked in REAL_CONFIGS). Nano's
+    config with a latent width imports as Nano with that width and nothing else changed."""
+    plain = fields_from_hf_config(_load("nemotron-3-nano-30b-a3b")).fields
+    latent = fields_from_hf_config(_mutated("nemotron-3-nano-30b-a3b", ["moe_latent_size"], 1024)).fields
+    assert latent["moe_latent_size"] == 1024 and not plain.get("moe_latent_size")
+    counts = ("moe_latent_size", "total_params", "active_params")
+    assert {k: v for k, v in latent.items() if k not in counts} == {k: v for k, v in plain.items() if k not in counts}
+    # 23 MoE layers of 128 experts of 2 x 1856 squared-ReLU matrices, each 2688 -> 1024 wide, plus two 2688 x 1024
+    # projections a layer.
+    shrink = 23 * (128 * 2 * 1856 * (2688 - 1024) - 2 * 2688 * 1024)
+    assert plain["total_params"] - latent["total_params"] == pytest.approx(shrink, rel=1e-6)

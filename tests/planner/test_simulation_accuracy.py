@@ -77,3 +77,5 @@ def test_an_ambiguous_chip_name_says_which_it_could_be(catalog):
     chip, why = resolve_chip("H100 SXM or PCIe", list(Chip.objects.all()))
     assert chip is None and "could be any of" in why and "nvidia-h100-sxm" in why and "nvidia-h100-pcie" in why
     assert resolve_chip("A100", list(Chip.objects.all()))[0] is None  # 40 or 80 GB, SXM or PCIe: not guessed
+    chip, why = resolve_chip("A100 SXM", list(Chip.objects.all()))  # gpustack's label: no memory size
+    assert chip is None and "no memory size" in why and "nvidia-a100-sxm-40gb" in why and "nvidia-a100-sxm-80gb" in why

@@ -10,6 +10,7 @@ from hwcatalog import architecture
 from hwcatalog.architecture import ArchShape
 
 from .base import Attention
+from .compressed import CompressedKV
 from .full import FullAttention
 from .hybrid import Hybrid
 from .latent import LatentAttention
@@ -23,7 +24,8 @@ ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 def attention_for(shape: ArchShape) -> Attention:
     """The attention object a catalog shape describes: full (MHA/GQA/MQA) or latent (MLA) attention on its
     attention layers, windowed on `sliding_window_layers` of them, read sparsely (top-k) where the shape has a
-    sparse-attention indexer, and a constant recurrent state on its linear-attention / Mamba-2 layers."""
+    sparse-attention indexer, and a constant recurrent state on its linear-attention / Mamba-2 layers; DeepSeek-V4's
+    compressed attention (window + CSA / HCA layers) where the shape has it."""
     if shape.attention_kind not in ATTENTION_KINDS:
         raise ValueError(f"attention_kind must be one of {ATTENTION_KINDS}, not {shape.attention_kind!r}")
     layers = architecture.attention_layer_count(shape)
@@ -38,6 +40,8 @@ def attention_for(shape: ArchShape) -> Attention:
 
 
 def _attention_parts(shape: ArchShape, layers: int) -> list[Attention]:
+    if shape.is_compressed:
+        return compressed_parts(shape, layers)
     if shape.is_mla:
         if shape.kv_lora_rank is None or shape.qk_rope_head_dim is None:
             raise ValueError("MLA needs kv_lora_rank and qk_rope_head_dim")
@@ -70,6 +74,34 @@ def sparse_for(shape: ArchShape, inner: Attention, layers: int) -> SparseTopK:
     )  # fmt: skip
 
 
+def compressed_parts(shape: ArchShape, layers: int) -> list[Attention]:
+    """DeepSeek-V4 (attention/compressed.py): the window of raw shared key-value entries on every attention layer;
+    on csa_layers, entries pooled over csa_compress_ratio tokens read through the indexer's top
+    sparse_attention_topk entries (top_k x ratio tokens' worth), the indexer caching and scoring one pooled key
+    of indexer_head_dim per ratio tokens with indexer_num_heads heads (2 FLOPs per multiply-add); on hca_layers,
+    entries pooled over hca_compress_ratio tokens, all read."""
+    heads, dim = shape.num_attention_heads, shape.num_kv_heads * shape.head_dim
+
+    def pooled(count: int, ratio: int) -> CompressedKV:
+        return CompressedKV(num_layers=count, num_heads=heads, head_dim=dim, compress_ratio=ratio)
+
+    parts: list[Attention] = []
+    if not shape.sliding_window:
+        raise ValueError("compressed attention needs its sliding_window")
+    parts.append(SlidingWindow(inner=pooled(layers, 1), window_tokens=shape.sliding_window))
+    csa, hca = architecture.csa_layer_count(shape), architecture.hca_layer_count(shape)
+    if csa:
+        ratio = shape.csa_compress_ratio
+        parts.append(SparseTopK(
+            inner=pooled(csa, ratio), top_k=(shape.sparse_attention_topk or 0) * ratio,
+            indexer_elements_per_token=csa * (shape.indexer_head_dim or 0) / ratio,
+            indexer_flops_per_position=2.0 * csa * (shape.indexer_num_heads or 0) * (shape.indexer_head_dim or 0) / ratio,
+        ))  # fmt: skip
+    if hca:
+        parts.append(pooled(hca, shape.hca_compress_ratio))
+    return parts
+
+
 def linear_state_for(shape: ArchShape) -> LinearState:
     """Gated DeltaNet / Mamba-2 layers: the state per layer (architecture.linear_state_elements_per_layer);
     each token reads, updates and reads out the recurrent part once, ~4 FLOPs per element (2 for the
@@ -82,6 +114,6 @@ def linear_state_for(shape: ArchShape) -> LinearState:
 
 
 __all__ = [
-    "ATTENTION_KINDS", "Attention", "Chunked", "FullAttention", "Hybrid", "LatentAttention", "LinearState", "SlidingWindow",
-    "SparseTopK", "attention_for", "linear_state_for", "sparse_for",
+    "ATTENTION_KINDS", "Attention", "Chunked", "CompressedKV", "FullAttention", "Hybrid", "LatentAttention", "LinearState",
+    "SlidingWindow", "SparseTopK", "attention_for", "compressed_parts", "linear_state_for", "sparse_for",
 ]  # fmt: skip

@@ -128,3 +128,25 @@ def test_a_scheduler_names_only_the_exchanges_it_knows():
         Scheduler(engine="x", kv_memory_fraction=0.9, moe_dispatch="broadcast")
     with pytest.raises(ValueError, match="attention_dp_dense"):
         Scheduler(engine="x", kv_memory_fraction=0.9, attention_dp_dense="pipelined")
+
+
+
+def test_a_latent_moe_exchanges_its_latents_not_its_hidden_states():
+    """A LatentMoE (Nemotron 3 `moe_latent_size`, Kimi K3 `routed_expert_hidden_size`) projects each token down
+    before the dispatch and up after the combine, so the experts' exchange moves latents: its bytes grow with the
+    latent's width, and the attention's and dense layers' exchanges stay as they are (time = fixed + k x width)."""
+    import dataclasses
+
+    from planner.engine.specs import Scheduler
+
+    def comm_s(width: int | None, dispatch: str) -> float:
+        model = dataclasses.replace(DEEPSEEK_V3, shape=dataclasses.replace(DEEPSEEK_V3.shape, moe_latent_size=width))
+        chip = dataclasses.replace(H200, scheduler=Scheduler(engine="x", kv_memory_fraction=0.9, moe_dispatch=dispatch))
+        deployment = Deployment(chip=chip, chip_count=8, tensor_parallel=1, attention_data_parallel=8, weight_dtype="fp8", kv_dtype="fp8")
+        return estimate(model, deployment, WORK, batch=8192).decode.comm_s
+
+    for dispatch in ("all_to_all", "all_gather"):
+        hidden, half, quarter = comm_s(None, dispatch), comm_s(3584, dispatch), comm_s(1792, dispatch)
+        assert hidden > half > quarter
+        assert hidden - half == pytest.approx(2 * (half - quarter), rel=1e-6)
+        assert comm_s(7168, dispatch) == pytest.approx(hidden)
