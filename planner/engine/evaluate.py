@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import reasons
+from .attention import at_ranks
 from .cost import energy_per_token_j, power_fraction
 from .chips import lpu, policy_for
 from .decoding import Autoregressive, DecodeInputs, DecodeOutcome, Decoding
@@ -169,7 +170,7 @@ def _prefill(model: ModelSpec, hw: CandidateHardware, tokens: np.ndarray, sequen
     half of LLM-Viewer's 4*L*H*d_h*P^2 which ignores the causal mask (docs/planner_math.md#prefill).
     The LM head computes the last position's logits only, as serving engines do (vLLM and TensorRT-LLM
     gather the last token of each prompt before the head unless asked for every position's logits)."""
-    attention = model.attention
+    attention = at_ranks(model.attention, hw.tensor_parallel)
     return forward_cost(
         model, hw, sequences=sequences, new_tokens=tokens, attention_pairs=attention.causal_pairs(tokens), kv_read_tokens=0.0,
         kv_write_tokens=attention.kv_held_tokens(tokens), attention_flops_per_pair=attention.prefill_flops_per_pair,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .attention import at_ranks
 from .hardware import CandidateHardware
 from .padding import kv_share_per_chip, padded_projection_params
 from .specs import ModelSpec
@@ -126,7 +127,7 @@ def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, 
 
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:
-    attention = model.attention
+    attention = at_ranks(model.attention, hw.tensor_parallel)  # a hybrid's parts split over TP ranks unlike
     per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw)
     # Paged blocks of the tokens held: capped by a window, one unpaged state for SSM layers.
     held = attention.resident_tokens(cached_tokens)

@@ -12,7 +12,7 @@ from hwcatalog.architecture import ArchShape
 from .base import Attention
 from .compressed import CompressedKV
 from .full import FullAttention
-from .hybrid import Hybrid
+from .hybrid import Hybrid, RankWeighted, at_ranks
 from .latent import LatentAttention
 from .linear import LinearState
 from .sliding import Chunked, SlidingWindow
@@ -115,5 +115,5 @@ def linear_state_for(shape: ArchShape) -> LinearState:
 
 __all__ = [
     "ATTENTION_KINDS", "Attention", "Chunked", "CompressedKV", "FullAttention", "Hybrid", "LatentAttention", "LinearState",
-    "SlidingWindow", "SparseTopK", "attention_for", "compressed_parts", "linear_state_for", "sparse_for",
+    "RankWeighted", "SlidingWindow", "SparseTopK", "at_ranks", "attention_for", "compressed_parts", "linear_state_for", "sparse_for",
 ]  # fmt: skip

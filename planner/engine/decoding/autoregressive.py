@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attention import at_ranks
 from ..forward import forward_cost
 from ..memory import SequenceFootprint
 from .base import DecodeInputs, DecodeOutcome, Resolvers, achieved
@@ -31,7 +32,7 @@ class Autoregressive:
 
     def decode(self, inputs: DecodeInputs) -> DecodeOutcome:
         model, hw, workload = inputs.model, inputs.hw, inputs.workload
-        attention = model.attention
+        attention = at_ranks(model.attention, hw.tensor_parallel)
         context = workload.mean_decode_context_tokens
         step = forward_cost(
             model, hw, sequences=hw.batch_per_replica, new_tokens=1.0, attention_pairs=attention.attended_positions(context),

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attention import at_ranks
 from ..forward import PhaseCost, forward_cost, sum_of_max_linear
 from ..memory import SequenceFootprint
 from .base import DecodeInputs, DecodeOutcome, Resolvers
@@ -116,7 +117,7 @@ class BlockDiffusion:
         tokens, then one commit forward writing the block's KV, but for the last block computed (nothing reads
         its KV). Early stop at EOS."""
         model, hw, workload = inputs.model, inputs.hw, inputs.workload
-        att = model.attention
+        att = at_ranks(model.attention, hw.tensor_parallel)
         block, out = self.block_size, max(workload.output_tokens, 1)
         answer = self.answer_tokens(out)
         forwards = self.forwards(out)

@@ -23,6 +23,7 @@ from typing import Any
 
 from hwcatalog import architecture
 
+from ..attention import at_ranks
 from ..forward import forward_cost
 from ..specs import ModelSpec
 from .acceptance import check_draft_tokens, expected_tokens_per_step, resolve_acceptance
@@ -113,7 +114,7 @@ class DraftHeads:
             step = forward_cost(head, hw, sequences=b, new_tokens=1.0, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=0.0)
             steps = 1.0
         else:
-            att = head.attention
+            att = at_ranks(head.attention, hw.tensor_parallel)
             step = forward_cost(
                 head, hw, sequences=b, new_tokens=1.0, attention_pairs=att.attended_positions(context),
                 kv_read_tokens=att.kv_read_tokens(context), kv_write_tokens=1.0,

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attention import at_ranks
 from ..forward import forward_cost
 from ..memory import SequenceFootprint
 from ..specs import ModelSpec
@@ -139,7 +140,7 @@ def verification_cost(inputs: DecodeInputs, draft_tokens: int):
     """One target forward over the k proposed tokens plus the bonus position, each attending
     to the context, writing k+1 cache entries."""
     model, hw, workload = inputs.model, inputs.hw, inputs.workload
-    att = model.attention
+    att = at_ranks(model.attention, hw.tensor_parallel)
     context = workload.mean_decode_context_tokens
     k = draft_tokens
     return forward_cost(

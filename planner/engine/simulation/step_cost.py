@@ -30,7 +30,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..attention import Attention
+from ..attention import Attention, at_ranks
 from ..chips import policy_for
 from ..decoding import Autoregressive, BlockDiffusion
 from ..decoding.base import ResidentModel
@@ -204,7 +204,7 @@ def step_cost_for(
     # computes: one per decoding position and one for the prompt a chunk finishes (evaluate._prefill).
     base = forward_cost(model, row, sequences=ones, new_tokens=tokens, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=tokens,
                         logit_tokens=0.0)  # fmt: skip
-    attention = model.attention
+    attention = at_ranks(model.attention, float(deployment.tensor_parallel))  # per TP rank (attention/hybrid.py)
     one = np.ones(1)
     zero = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=one)
     headless = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=0.0, kv_write_tokens=one,

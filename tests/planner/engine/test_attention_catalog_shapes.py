@@ -131,3 +131,21 @@ def test_a_scaled_copy_keeps_each_layer_kind():
     assert gemma.sliding_window_layers == 26
     dense = shape_of("llama-3.1-8b")
     assert scaled_shape(dense, 8) == dataclasses.replace(dense, num_layers=8)
+
+
+def test_under_tensor_parallelism_each_part_of_a_hybrid_splits_as_its_own_kind():
+    """Qwen3.5-397B-A17B at TP 8: its 15 full-attention layers keep 2 KV heads, so past TP 2 every rank holds a
+    whole head (half the cache), while its 45 Gated DeltaNet layers' states split eight ways. What a rank holds is
+    the sum of the two, not the cache's tokens' worth times an average share (7.6x too little for Kimi K3)."""
+    from planner.engine import ChipSpec, Deployment, Workload, estimate
+
+    model = spec_of("qwen3.5-397b-a17b")
+    full, linear = model.attention.parts
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=4e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    prompt = 131_072
+    held = estimate(model, Deployment(chip=chip, chip_count=8, tensor_parallel=8, weight_dtype="bf16", kv_dtype="bf16"),
+                    Workload(prompt_tokens=prompt, output_tokens=1), batch=1).memory.kv_bytes_per_sequence_per_chip  # fmt: skip
+    by_hand = (full.resident_tokens(prompt + 1) * full.kv_elements_per_token / 2 + linear.kv_elements_per_token / 8) * 2
+    assert float(np.asarray(held).ravel()[0]) == pytest.approx(by_hand, rel=0.01)
+    assert full.kv_share_per_chip(np.array([8.0]))[0] == 0.5 and linear.kv_share_per_chip(np.array([8.0]))[0] == 0.125
