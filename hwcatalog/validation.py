@@ -46,7 +46,7 @@ ARCH_OPTIONAL_DIMS = (
     "linear_conv_kernel_dim", "shared_expert_intermediate_size", "sparse_attention_topk", "indexer_num_heads",
     "indexer_head_dim", "o_lora_rank", "o_groups", "csa_compress_ratio", "hca_compress_ratio", "moe_latent_size",
 )
-ARCH_LAYER_COUNTS = ("linear_attention_layers", "attention_layers", "ffn_layers", "csa_layers", "hca_layers")
+ARCH_LAYER_COUNTS = ("linear_attention_layers", "attention_layers", "ffn_layers", "csa_layers", "hca_layers", "sliding_window_layers")
 LINEAR_ATTENTION_KINDS = ("gated_deltanet", "mamba2")
 LINEAR_SHAPE_FIELDS = ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim", "linear_conv_kernel_dim")
 SPARSE_FIELDS = ("sparse_attention_topk", "indexer_num_heads", "indexer_head_dim")
@@ -68,6 +68,7 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         value = data.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_LAYERS):
             errors[field] = f"Must be an integer between 0 and {MAX_LAYERS}."
+    _positive(errors, data, "sliding_window", maximum=MAX_CONTEXT_TOKENS, required=False)
     if errors:
         return errors
 
@@ -97,8 +98,6 @@ def validate_arch(data: Mapping[str, Any]) -> Errors:
         errors["active_params"] = "Cannot exceed total_params."
     if data.get("generation_kind") == "block_diffusion" and not data.get("default_block_size"):
         errors["default_block_size"] = "Required for block_diffusion models."
-    _positive(errors, data, "sliding_window", maximum=MAX_CONTEXT_TOKENS, required=False)
-    _positive(errors, data, "sliding_window_layers", maximum=MAX_LAYERS, required=False)
     if data.get("sliding_window_layers") and not data.get("sliding_window"):
         errors["sliding_window_layers"] = "Needs a sliding_window."
     elif (data.get("sliding_window_layers") or 0) > data["num_layers"]:

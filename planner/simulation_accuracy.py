@@ -49,21 +49,23 @@ def resolve_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]
     """The catalog chip a published name means: its slug or an alias, else the one chip whose slug's words
     (without the vendor) all appear in the name, the most specific winning, a name without a form factor read
     as the SXM part; (chip, how it was read) or (None, why) when none or several match."""
-    chip, why = _match_chip(name, chips)
+    chip, why, _ = _match_chip(name, chips)
     if chip is None and not (_words(name) & FORM_FACTORS):
-        sxm, sxm_why = _match_chip(f"{name} sxm", chips)
+        sxm, _, sizes = _match_chip(f"{name} sxm", chips)
         if sxm is not None:
             return sxm, f"{name!r} names no form factor: read as the SXM part, {sxm.slug}"
-        if sxm_why and "memory size" in sxm_why:
-            return None, f"{name!r} names no form factor (read as SXM) and no memory size: it could be any of {sxm_why.split('any of ')[1]}"
+        if sizes:
+            return None, f"{name!r} names no form factor (read as SXM) and no memory size: it could be any of {', '.join(sizes)}"
     return chip, why
 
 
-def _match_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
+def _match_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None, list[str]]:
+    """(chip, None, []) for one match; (None, why, slugs) otherwise, slugs naming the chips the name would
+    match with a memory size added (empty when no memory size would settle it)."""
     key = name.strip().lower()
     for chip in chips:
         if key == chip.slug or key in [a.lower() for a in (chip.aliases or [])]:
-            return chip, None
+            return chip, None, []
     words = _words(name)
     matches = []
     for chip in chips:
@@ -74,13 +76,13 @@ def _match_chip(name: str, chips: list[Chip]) -> tuple[Chip | None, str | None]:
         sized = sorted(c.slug for c in chips if (needed := _words(c.slug) - {c.slug.split("-")[0]}) and needed - words
                        and all(_MEMORY_SIZE.fullmatch(w) for w in needed - words))  # fmt: skip
         if sized:
-            return None, f"{name!r} states no memory size: it could be any of {', '.join(sized)}"
-        return None, f"no catalog chip matches {name!r}"
+            return None, f"{name!r} states no memory size: it could be any of {', '.join(sized)}", sized
+        return None, f"no catalog chip matches {name!r}", []
     best = max(n for n, _ in matches)
     top = [c for n, c in matches if n == best]
     if len(top) > 1:
-        return None, f"{name!r} could be any of {', '.join(c.slug for c in top)}"
-    return top[0], None
+        return None, f"{name!r} could be any of {', '.join(c.slug for c in top)}", []
+    return top[0], None, []
 
 
 def _float(value: str) -> float | None:

@@ -240,11 +240,12 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     # Gathered: each of the tp*adp ranks receives every other rank's tokens (message is one attention
     # replica's) and sends its part of the results back, per layer.
     group = tp * adp
-    gather = 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * message * adp / hw.expert_link_bytes_per_s)
-    latent = width / model.hidden_size
-    gather_moe = 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * message * latent * adp / hw.expert_link_bytes_per_s)
-    moe = np.where(hw.moe_gathers, moe_layers * gather_moe, a2a)
-    dense_ffn = np.where(hw.dense_shards > 1, (layers - moe_layers) * gather, dense_ffn)
+
+    def gather_s(replica_bytes):
+        return 2.0 * (hw.expert_link_latency_s + (group - 1.0) / np.maximum(group, 1.0) * replica_bytes * adp / hw.expert_link_bytes_per_s)
+
+    moe = np.where(hw.moe_gathers, moe_layers * gather_s(message * width / model.hidden_size), a2a)
+    dense_ffn = np.where(hw.dense_shards > 1, (layers - moe_layers) * gather_s(message), dense_ffn)
     return np.where(adp > 1, attention + dense_ffn + moe, megatron)
 
 

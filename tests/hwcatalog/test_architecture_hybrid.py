@@ -96,6 +96,10 @@ def test_a_complete_hybrid_shape_validates():
         ({"shared_expert_intermediate_size": 512}, "shared_expert_intermediate_size"),
         ({"sparse_attention_topk": 2048}, "indexer_num_heads"),
         ({"sliding_window": 1024, "sliding_window_layers": 20}, "sliding_window_layers"),
+        # A malformed value is named, not compared with the layer counts (a TypeError before).
+        ({"sliding_window": 1024, "sliding_window_layers": "x"}, "sliding_window_layers"),
+        ({"sliding_window": 1024, "sliding_window_layers": 2.5}, "sliding_window_layers"),
+        ({"sliding_window": "x", "sliding_window_layers": 2}, "sliding_window"),
     ],
 )
 def test_an_inconsistent_hybrid_shape_is_refused_naming_the_field(change, field):
