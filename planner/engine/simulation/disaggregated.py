@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ..attention import at_ranks
 from ..deployment import Deployment
 from ..specs import ModelSpec
 from ..units import INTER_NODE_BYTES_PER_S, INTER_NODE_COLLECTIVE_LATENCY_S
@@ -43,9 +45,15 @@ class KvTransfer:
     bytes_per_token: float  # every layer's K/V of one token, all ranks together
     bytes_per_s: float  # the link between the two replicas, all ranks together
     latency_s: float
+    # The prompt's tokens' worth of cache the replica holds (attention/: a window caps it, a recurrent
+    # state is one token's worth whatever the prompt, a hybrid weighs its parts as its ranks hold them);
+    # None: every token's K/V.
+    attention: Any = None
 
     def seconds(self, tokens: np.ndarray) -> np.ndarray:
-        return self.latency_s + np.asarray(tokens, dtype=float) * self.bytes_per_token / self.bytes_per_s
+        tokens = np.asarray(tokens, dtype=float)
+        held = tokens if self.attention is None else np.asarray(self.attention.kv_held_tokens(tokens), dtype=float)
+        return self.latency_s + held * self.bytes_per_token / self.bytes_per_s
 
 
 def kv_transfer_for(
@@ -64,7 +72,8 @@ def kv_transfer_for(
     # latent is held whole by every rank, so every rank sends it).
     replicated = float(np.asarray(model.attention.kv_share_per_chip(np.asarray(float(deployment.tensor_parallel))))) * deployment.tensor_parallel
     bytes_per_token = model.kv_cache_elements_per_token * float(hw.kv_bytes_per_element[0]) * replicated
-    return KvTransfer(bytes_per_token=bytes_per_token, bytes_per_s=per_chip * chips, latency_s=latency_s)
+    return KvTransfer(bytes_per_token=bytes_per_token, bytes_per_s=per_chip * chips, latency_s=latency_s,
+                      attention=at_ranks(model.attention, np.asarray(float(deployment.tensor_parallel))))  # fmt: skip
 
 
 def simulate_disaggregated_with_cost(

@@ -89,6 +89,24 @@ def test_the_kv_transfer_moves_every_layer_of_every_rank_over_one_nic_per_chip()
     assert float(transfer.seconds(np.array([1000]))[0]) == pytest.approx(20e-6 + 1000 * 131072 / 100e9)
 
 
+def test_a_hybrids_kv_transfer_grows_with_its_attention_layers_only_and_carries_its_state_once():
+    """Qwen3.5-27B (16 full-attention layers, 48 Gated DeltaNet layers) at TP 2: the prompt's K/V of the full
+    layers grows with its tokens, the recurrent state is one fixed size whatever the prompt. The transfer
+    moved the whole cache's per-token elements times the prompt, counting the state once per token."""
+    from .test_attention_catalog_shapes import spec_of
+
+    model = spec_of("qwen3.5-27b")
+    full, linear = model.attention.parts
+    transfer = kv_transfer_for(model, Deployment(chip=h100_sxm(), chip_count=2, tensor_parallel=2))
+    # Both kinds split over the two ranks (4 KV heads; the state's heads), so all ranks together hold it once.
+
+    def seconds_by_hand(tokens):
+        return 20e-6 + (tokens * full.kv_elements_per_token + linear.kv_elements_per_token) * 2 / transfer.bytes_per_s
+
+    for tokens in (1_000, 32_000):
+        assert float(transfer.seconds(np.array([tokens]))[0]) == pytest.approx(seconds_by_hand(tokens), rel=1e-9)
+
+
 def _chat(**overrides) -> SimulationWorkload:
     values = dict(requests=1500, arrivals=Arrivals.poisson(8.0), prompt=Lengths.lognormal(1000, 600), output=Lengths.lognormal(250, 150), seed=7)
     return SimulationWorkload(**{**values, **overrides})
