@@ -176,6 +176,12 @@ def fields_from_hf_config(config: dict[str, Any], quant_config: dict[str, Any] |
         shape_config = {**{k: v for k, v in config.items() if k in ("tie_word_embeddings",)}, **shape_config}
     if style == "gemma3":
         shape_config = {**GEMMA3_DEFAULTS, **shape_config}
+    if style == "nemotron_h" and "num_hidden_layers" not in shape_config:
+        # A Nemotron-H config may leave the count to its block list (Nemotron 3 Ultra's names only
+        # layers_block_type): one block a layer (_nemotron_h_layers checks each block's name).
+        blocks = shape_config.get("hybrid_override_pattern", shape_config.get("layers_block_type"))
+        if isinstance(blocks, (str, list)) and blocks:
+            shape_config = {**shape_config, "num_hidden_layers": len(blocks)}
     r = _Reader(shape_config, prefix)
     if style == "gptj":
         hidden = r.integer("n_embd")

@@ -108,6 +108,9 @@ def test_nemotron_h_blocks_are_counted_by_kind_from_either_spelling():
     keys = ("num_layers", "linear_attention_layers", "attention_layers", "ffn_layers", "moe_layer_count", "num_experts", "total_params")
     assert {k: lightning[k] for k in keys} == {k: nano[k] for k in keys}
     assert lightning["checkpoint_format"] == "nvfp4"  # ModelOpt MIXED_PRECISION: NVFP4 experts
+    # A config that leaves num_hidden_layers to its block list (Nemotron 3 Ultra's) counts one layer a block.
+    unnumbered = {k: v for k, v in _load("nemotron-3.5-lightning-30b-a3b-nvfp4").items() if k != "num_hidden_layers"}
+    assert fields_from_hf_config(unnumbered).fields["num_layers"] == lightning["num_layers"] == 52
     dense = _import("nemotron-h-56b")
     assert (dense["linear_attention_layers"], dense["attention_layers"], dense["ffn_layers"], dense["head_dim"]) == (54, 10, 54, 128)
 
