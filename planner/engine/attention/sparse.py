@@ -46,12 +46,20 @@ class SparseTopK(Wrapping):
         indexer = self.indexer_flops_per_position / self.decode_flops_per_position if self.decode_flops_per_position else 0.0
         return np.minimum(context, self.top_k) + np.asarray(context, dtype=float) * indexer
 
+    def _indexer_per_pair(self) -> float:
+        """The indexer's FLOPs for one (query, key) pair in the main attention's prefill pairs."""
+        return self.indexer_flops_per_position / self.prefill_flops_per_pair if self.prefill_flops_per_pair else 0.0
+
     def causal_pairs(self, tokens: Tokens) -> Tokens:
-        """Dense up to k keys per query, then k per query (V3.2 prefills sparsely too)."""
+        """Dense up to k keys per query, then k per query (V3.2 prefills sparsely too); the indexer
+        still scores every earlier token of every query, P^2/2 pairs at its own FLOPs (counted at the
+        attention's rate, though V3.2's indexer runs in FP8)."""
         k = float(self.top_k)
+        tokens = np.asarray(tokens, dtype=float)
         inside = np.minimum(tokens, k)
-        return inside * inside / 2.0 + np.maximum(tokens - k, 0.0) * k
+        return inside * inside / 2.0 + np.maximum(tokens - k, 0.0) * k + tokens * tokens / 2.0 * self._indexer_per_pair()
 
     def bidirectional_pairs(self, tokens: Tokens) -> Tokens:
-        return tokens * np.minimum(tokens, self.top_k)
+        tokens = np.asarray(tokens, dtype=float)
+        return tokens * np.minimum(tokens, self.top_k) + tokens * tokens * self._indexer_per_pair()
 

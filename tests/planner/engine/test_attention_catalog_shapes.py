@@ -103,6 +103,19 @@ def test_dsa_attention_flops_cap_the_main_attention_at_top_k():
     assert long - short == pytest.approx((200_000 - 2_048) * 2 * 78 * 32 * 128, rel=1e-9)
 
 
+def test_a_dsa_prefill_pays_the_indexer_on_every_pair_and_the_main_attention_on_k_per_query():
+    """DeepSeek-V3.2 (report sec. 2.1): the lightning indexer scores every earlier token of every query (64 heads of
+    128, 2 FLOPs per multiply-add, 61 layers), so a 128K prefill's indexer work grows as P^2/2 while the main MLA
+    attention stops at k = 2,048 keys a query."""
+    att = attention_for(shape_of("deepseek-v3.2"))
+    prompt = 131_072.0
+    flops = float(att.causal_pairs(prompt)) * att.prefill_flops_per_pair
+    main = (2048.0**2 / 2.0 + (prompt - 2048.0) * 2048.0) * att.inner.prefill_flops_per_pair
+    indexer = prompt**2 / 2.0 * 2 * 61 * 64 * 128
+    assert flops == pytest.approx(main + indexer, rel=1e-9)
+    assert indexer > main  # at 128K the indexer is most of the attention work
+
+
 def test_gemma3_local_layers_stop_at_the_window():
     att = attention_for(shape_of("gemma-3-27b"))
     assert isinstance(att, Hybrid)
