@@ -33,6 +33,7 @@ class MemoryArrays:
     kv_bytes_per_chip: np.ndarray  # at this candidate's batch
     activation_bytes_per_chip: np.ndarray
     usable_bytes_per_chip: np.ndarray
+    kv_free_bytes_per_chip: np.ndarray  # what the scheduler's memory rule leaves the KV cache
     max_concurrency_per_replica: np.ndarray
     weights_fit: np.ndarray  # bool
 
@@ -98,6 +99,7 @@ def memory_fit(
         kv_bytes_per_chip=per_seq * hw.batch_per_replica / adp,  # each attention replica holds its share
         activation_bytes_per_chip=workspace,
         usable_bytes_per_chip=hw.usable_memory_bytes,
+        kv_free_bytes_per_chip=free,
         max_concurrency_per_replica=max_conc,
         weights_fit=weights + workspace < hw.usable_memory_bytes,
     )

@@ -75,6 +75,7 @@ def run_schedule(
     arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead).
     seed: a speculative cost's draws of the tokens each round emits."""
     bt = cost.kv_block_tokens
+    fixed = cost.state_blocks  # blocks a running sequence holds whatever its length (a recurrent state)
     n = len(requests)
     prompt = requests.prompt_tokens.tolist()
     output = requests.output_tokens.tolist()
@@ -100,7 +101,7 @@ def run_schedule(
     plan = multi.planner(sum(output), np.random.default_rng(seed)).plan if reserve else None
     first_at_prefill = multi is None or multi.first_token_at_prefill
     release_at: dict[int, list[int]] = {}  # block diffusion: the step whose end releases a request's first block
-    _check_fits(prompt, output, cached, bt, free, slack)
+    _check_fits(prompt, output, cached, bt, free - fixed, slack)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
     exact = cost.full_context
@@ -152,7 +153,7 @@ def run_schedule(
         del running[victim]
         if state[victim] == DECODING:
             ctx = start_ctx[victim] + (s - s0[victim])
-            free += _ceil_div(ctx, bt) - cached[victim] // bt
+            free += _ceil_div(ctx, bt) - cached[victim] // bt + fixed
             n_dec -= 1
             ctx_sum -= ctx
             phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
@@ -175,7 +176,7 @@ def run_schedule(
             if budget <= 0:
                 break
             k = min(target[i] - done[i], budget)
-            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt - held[i]
+            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed - held[i]
             chunks.append((i, k, nb))
             blocks += nb
             budget -= k
@@ -222,9 +223,9 @@ def run_schedule(
             i = waiting[0]
             k = min(target[i] - done[i], budget)
             if reserve:  # the whole context, the answer's tokens still to come and a round's draft positions
-                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt
+                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt + fixed
             else:
-                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt
+                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed
             if nb > free:
                 break
             waiting.popleft()
@@ -263,7 +264,7 @@ def run_schedule(
                 ctx_sum -= start_ctx[i] + (s - s0[i] + 1) * tau
             else:
                 ctx = start_ctx[i] + (s - s0[i]) + 1
-                free += _ceil_div(ctx, bt) - cached[i] // bt
+                free += _ceil_div(ctx, bt) - cached[i] // bt + fixed
                 ctx_sum -= ctx
                 phase[(s0[i] - start_ctx[i]) % bt] -= 1
             n_dec -= 1

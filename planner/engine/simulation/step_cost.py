@@ -69,6 +69,9 @@ class StepCost:
     request_overhead_s: float  # per request, before it reaches the scheduler (tokenise, HTTP)
     kv_block_tokens: int
     kv_blocks: int  # paged blocks the KV cache holds on this replica
+    # Blocks' worth each running sequence holds whatever its length: a recurrent state (Mamba-2, Gated
+    # DeltaNet), kv_block_capacity; 0 where the whole cache grows with the context.
+    state_blocks: int = 0
     max_sequences: int | None  # the engine's cap on running sequences (None: none set)
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
@@ -214,6 +217,7 @@ def step_cost_for(
     decode_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
                                 attention_flops_per_pair=attention.decode_flops_per_position)  # fmt: skip
     kv_read = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=_PROBE, kv_write_tokens=one)
+    blocks, state_blocks = kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident)
     return StepCost(
         model_slug=model.slug,
         chip_slug=deployment.chip.slug,
@@ -228,7 +232,8 @@ def step_cost_for(
         prefill_overhead_s=float(hw.prefill_layer_overhead_s[0] * model.num_layers),
         request_overhead_s=float(model.request_overhead_s(hw.request_overhead_s[0], hw.request_overhead_per_expert_layer_s[0])),
         kv_block_tokens=kv_block_tokens,
-        kv_blocks=kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident),
+        kv_blocks=blocks,
+        state_blocks=state_blocks,
         max_sequences=cap,
         full_context=_reads_full_context(attention),
         attention=attention,
@@ -238,15 +243,24 @@ def step_cost_for(
 
 def kv_block_capacity(
     model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int, resident: tuple[ResidentModel, ...] = ()
-) -> int:
-    """Blocks of `block_tokens` the KV cache holds, by memory.py's own rule: memory_fit() for a
-    "sequence" of one block, with the engine's batch cap lifted (it caps sequences, not blocks) and
-    the activation workspace of one full step reserved; `resident` (a draft model or heads) holds its
-    weights and, with a cache, its own KV for every block's tokens."""
+) -> tuple[int, int]:
+    """(blocks, state_blocks): the blocks of `block_tokens` the KV cache holds, by memory.py's own rule
+    (memory_fit() with the engine's batch cap lifted, as it caps sequences, not blocks, and the activation
+    workspace of one full step reserved; `resident`, a draft model or heads, holds its weights and, with a
+    cache, its own KV for every block's tokens), and the blocks' worth a sequence holds whatever its length.
+    A block is what one more block of context adds to a sequence; what a one-block sequence holds beyond
+    that is its fixed part (a hybrid's recurrent state, one per sequence, which a block apiece would charge
+    once per block of context)."""
     uncapped = dataclasses.replace(hw, max_batch_sequences=np.full(1, np.inf))
-    one_block = SequenceFootprint(cached_tokens=float(block_tokens), workspace_tokens=0.0, logit_rows=0.0)
-    fit = memory_fit(model, uncapped, footprint=one_block, prompt_tokens=float(token_budget), resident=resident)
-    return int(fit.max_concurrency_per_replica[0])
+    fits = [memory_fit(model, uncapped, footprint=SequenceFootprint(cached_tokens=float(n * block_tokens), workspace_tokens=0.0, logit_rows=0.0),
+                       prompt_tokens=float(token_budget), resident=resident) for n in (1, 2)]  # fmt: skip
+    one, two = (float(fit.kv_bytes_per_sequence_per_chip[0]) for fit in fits)
+    block = two - one
+    state = one - block
+    if not (block > 0 and state > 1e-9 * one):  # the whole cache grows with the context (or none does)
+        return int(fits[0].max_concurrency_per_replica[0]), 0
+    free = max(float(fits[0].kv_free_bytes_per_chip[0]), 0.0)
+    return int(free // block), int(-(-state // block))
 
 
 def _reads_full_context(attention) -> bool:

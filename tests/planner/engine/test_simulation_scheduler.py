@@ -9,13 +9,16 @@ from planner.engine import FullAttention
 from planner.engine.simulation import SimulationWorkload, StepCost, Trace, run_schedule, simulate_with_cost
 
 
-def toy_cost(*, token_budget: int = 100, kv_blocks: int = 1000, block_tokens: int = 16, max_sequences: int | None = None) -> StepCost:
+def toy_cost(
+    *, token_budget: int = 100, kv_blocks: int = 1000, block_tokens: int = 16, max_sequences: int | None = None, state_blocks: int = 0
+) -> StepCost:
     zeros = [0.0] * (token_budget + 1)
     return StepCost(
         model_slug="toy", chip_slug="toy", token_budget=token_budget, compute_s_by_tokens=zeros, memory_s_by_tokens=zeros,
         fixed_s_by_tokens=[1.0] * (token_budget + 1), compute_s_per_prefill_pair=0.0, compute_s_per_decode_pair=0.0,
         memory_s_per_kv_token=0.0, prefill_overhead_s=0.0, request_overhead_s=0.0, kv_block_tokens=block_tokens, kv_blocks=kv_blocks,
         max_sequences=max_sequences, full_context=True, attention=FullAttention(num_layers=1, num_heads=1, num_kv_heads=1, head_dim=1),
+        state_blocks=state_blocks,
     )  # fmt: skip
 
 
@@ -55,6 +58,35 @@ def test_when_blocks_run_out_the_newest_sequence_is_preempted_and_recomputed():
     assert result.e2e_s[0] == 20.0
     assert result.e2e_s[1] == 31.0
     assert result.ttft_s[1] == 1.0  # the first token it had already streamed stands
+
+
+def test_a_recurrent_state_is_held_once_per_sequence_beside_its_growing_blocks():
+    # Blocks of 4 tokens, 5 in all, and a state of 2 blocks a sequence: A takes 1 + 2 and grows a 4th block at
+    # step 1; B needs 3 and waits for A to finish at 2 s. Without a state both fit at once.
+    stateful = run(toy_cost(block_tokens=4, kv_blocks=5, state_blocks=2), [0.0, 0.0], [4, 4], [2, 2])
+    assert list(stateful.ttft_s) == [1.0, 3.0]
+    assert list(run(toy_cost(block_tokens=4, kv_blocks=5), [0.0, 0.0], [4, 4], [2, 2]).ttft_s) == [1.0, 1.0]
+
+
+def test_a_hybrids_kv_blocks_hold_as_many_sequences_as_the_estimate_admits():
+    """Qwen3.5-27B (16 full-attention layers, 48 Gated DeltaNet layers of 1.6 MB state each in bf16): a block of
+    16 tokens adds 1 MB, the state is 78 MB a sequence once. The simulator charged the state once per block,
+    which left an H200 holding about 3 sequences of 5,000 tokens where the estimate admits 177."""
+    from planner.engine import ChipSpec, Deployment, Workload, estimate
+    from planner.engine.simulation import step_cost_for
+
+    from .test_attention_catalog_shapes import spec_of
+
+    chip = ChipSpec(slug="h200", kind="gpu", vendor="x", memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4.8e12,
+                    peak_flops_per_s={"bf16": 0.99e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=700)  # fmt: skip
+    model = spec_of("qwen3.5-27b")
+    deployment = Deployment(chip=chip, chip_count=1, tensor_parallel=1, weight_dtype="bf16", kv_dtype="bf16")
+    cost = step_cost_for(model, deployment)
+    full, linear = model.attention.parts
+    assert cost.state_blocks == -(-linear.kv_elements_per_token // (16 * full.kv_elements_per_token))  # whole blocks: 75
+    sequences = cost.kv_blocks / (5_000 / 16 + cost.state_blocks)
+    admitted = estimate(model, deployment, Workload(prompt_tokens=4_000, output_tokens=1_000), batch=1).memory.max_concurrency
+    assert sequences == pytest.approx(admitted, rel=0.01)
 
 
 def test_a_cached_shared_prefix_is_not_prefilled_again():
