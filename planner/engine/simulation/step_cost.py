@@ -241,26 +241,37 @@ def step_cost_for(
     )
 
 
+# Where kv_block_capacity reads a block's growth: past every window a catalog model has (Gemma 3's 1,024,
+# Mistral's 4,096 tokens), 1M tokens.
+LONG_CONTEXT_BLOCKS = 65_536
+
+
 def kv_block_capacity(
     model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int, resident: tuple[ResidentModel, ...] = ()
 ) -> tuple[int, int]:
     """(blocks, state_blocks): the blocks of `block_tokens` the KV cache holds, by memory.py's own rule
     (memory_fit() with the engine's batch cap lifted, as it caps sequences, not blocks, and the activation
     workspace of one full step reserved; `resident`, a draft model or heads, holds its weights and, with a
-    cache, its own KV for every block's tokens), and the blocks' worth a sequence holds whatever its length.
-    A block is what one more block of context adds to a sequence; what a one-block sequence holds beyond
-    that is its fixed part (a hybrid's recurrent state, one per sequence, which a block apiece would charge
-    once per block of context)."""
+    cache, its own KV for every block's tokens), and the blocks' worth a sequence holds beyond them whatever
+    its length. A block is what one more block adds to a long context, where only the layers that keep
+    every token still grow; what such a sequence holds beyond its blocks is its fixed part: a hybrid's
+    recurrent state, and the windows of sliding-window layers, whose blocks past the window the engines
+    free (vLLM's hybrid KV cache manager, SGLang's SWA pool), charged whole from the first token."""
     uncapped = dataclasses.replace(hw, max_batch_sequences=np.full(1, np.inf))
-    fits = [memory_fit(model, uncapped, footprint=SequenceFootprint(cached_tokens=float(n * block_tokens), workspace_tokens=0.0, logit_rows=0.0),
-                       prompt_tokens=float(token_budget), resident=resident) for n in (1, 2)]  # fmt: skip
-    one, two = (float(fit.kv_bytes_per_sequence_per_chip[0]) for fit in fits)
-    block = two - one
-    state = one - block
-    if not (block > 0 and state > 1e-9 * one):  # the whole cache grows with the context (or none does)
-        return int(fits[0].max_concurrency_per_replica[0]), 0
-    free = max(float(fits[0].kv_free_bytes_per_chip[0]), 0.0)
-    return int(free // block), int(-(-state // block))
+    long = LONG_CONTEXT_BLOCKS * block_tokens
+
+    def per_sequence(tokens: int):
+        footprint = SequenceFootprint(cached_tokens=float(tokens), workspace_tokens=0.0, logit_rows=0.0)
+        return memory_fit(model, uncapped, footprint=footprint, prompt_tokens=float(token_budget), resident=resident)
+
+    one_block = per_sequence(block_tokens)
+    at_long = float(per_sequence(long).kv_bytes_per_sequence_per_chip[0])
+    block = float(per_sequence(long + block_tokens).kv_bytes_per_sequence_per_chip[0]) - at_long
+    fixed = at_long - LONG_CONTEXT_BLOCKS * block
+    if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or none of it does)
+        return int(one_block.max_concurrency_per_replica[0]), 0
+    free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
+    return int(free // block), int(-(-fixed // block))
 
 
 def _reads_full_context(attention) -> bool:

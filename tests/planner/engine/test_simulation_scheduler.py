@@ -89,6 +89,26 @@ def test_a_hybrids_kv_blocks_hold_as_many_sequences_as_the_estimate_admits():
     assert sequences == pytest.approx(admitted, rel=0.01)
 
 
+@pytest.mark.parametrize("prompt_tokens", [8_000, 60_000])
+def test_a_sliding_window_layer_holds_its_window_not_the_whole_context(prompt_tokens):
+    """gpt-oss-120b: 18 of its 36 layers attend a 128-token window, and the engines free their blocks past it. The
+    simulator charged those layers every token (about 4 sequences of 61,000 tokens on two H200s where 8 fit)."""
+    from planner.engine import ChipSpec, Deployment, Workload, estimate
+    from planner.engine.simulation import step_cost_for
+
+    from .test_attention_catalog_shapes import spec_of
+
+    chip = ChipSpec(slug="h200", kind="gpu", vendor="x", memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4.8e12,
+                    peak_flops_per_s={"bf16": 0.99e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=700)  # fmt: skip
+    model = spec_of("gpt-oss-120b")
+    deployment = Deployment(chip=chip, chip_count=2, tensor_parallel=2, weight_dtype="bf16", kv_dtype="bf16")
+    cost = step_cost_for(model, deployment)
+    assert cost.state_blocks == 8  # the 128-token window, in blocks of the full layers' growth (half the cache)
+    sequences = cost.kv_blocks / (-(-(prompt_tokens + 1_000) // 16) + cost.state_blocks)
+    admitted = estimate(model, deployment, Workload(prompt_tokens=prompt_tokens, output_tokens=1_000), batch=1).memory.max_concurrency
+    assert sequences == pytest.approx(admitted, rel=0.1)
+
+
 def test_a_cached_shared_prefix_is_not_prefilled_again():
     cost = toy_cost(token_budget=50)
     cold = run(cost, [0.0], [100], [1], shared_prefix_tokens=64, shared_prefix_fraction=1.0, seed=0)
