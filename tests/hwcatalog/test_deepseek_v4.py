@@ -136,13 +136,14 @@ def test_the_engine_holds_reads_and_attends_what_the_layers_do():
     assert np.all(att.kv_share_per_chip(np.array([1.0, 8.0])) == 1.0)  # one key-value head: every TP rank holds it
 
 
-def test_a_causal_prefill_pairs_each_query_with_its_window_top_k_and_pooled_entries():
+def test_a_causal_prefill_pairs_each_query_with_its_window_top_k_and_pooled_entries_and_scores_every_pooled_key():
     att = attention_for(shape("deepseek-v4-flash"))
     p = 10_000.0
     pairs = float(att.causal_pairs(p)) * att.prefill_flops_per_pair
     window = 128**2 / 2 + (p - 128) * 128  # sum over queries of min(i, 128)
     top_k = 2048**2 / 2 + (p - 2048) * 2048  # of min(i, 4 x 512) tokens' worth = min(i / 4, 512) entries
-    expected = 4 * 64 * 512 * (43 * window + 21 * top_k / 4 + 20 * p**2 / 2 / 128)
+    indexer = 21 * 2 * 64 * 128 * p**2 / 2 / 4  # the indexer scores every earlier pooled key of every query
+    expected = 4 * 64 * 512 * (43 * window + 21 * top_k / 4 + 20 * p**2 / 2 / 128) + indexer
     assert pairs == pytest.approx(expected, rel=1e-12)
 
 
