@@ -133,5 +133,7 @@ def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_token
     per_token = model.kv_cache_elements_per_token * hw.kv_bytes_per_element * kv_share_per_chip(model, hw)
     # Paged blocks of the tokens held: capped by a window, one unpaged state for SSM layers.
     held = attention.resident_tokens(cached_tokens)
+    # Buffers a sequence holds whatever its length, in their own dtype (DeepSeek-V4's compressors).
+    fixed = model.attention.fixed_bytes_per_sequence(hw.tensor_parallel)
     # Each pipeline stage holds the cache of its own layers only.
-    return held * per_token / hw.pipeline_parallel if cached_tokens > 0 else 0.0 * per_token
+    return (held * per_token + fixed) / hw.pipeline_parallel if cached_tokens > 0 else 0.0 * per_token

@@ -118,9 +118,13 @@ def test_the_engine_holds_reads_and_attends_what_the_layers_do():
     assert isinstance(att, Hybrid)
     window, csa, hca = att.parts
     assert window == SlidingWindow(inner=CompressedKV(num_layers=43, num_heads=64, head_dim=512), window_tokens=128)
-    assert isinstance(csa, SparseTopK) and csa.inner == CompressedKV(num_layers=21, num_heads=64, head_dim=512, compress_ratio=4)
+    # Each compressor keeps FP32 key-value and score buffers of the group it pools (2 x ratio x coff x width x 4 bytes,
+    # coff 2 on the overlapping CSA windows; AIConfigurator deepseek_v4.py): a CSA layer's, 512 wide, and its
+    # indexer's, 128 wide, 40,960 bytes; an HCA layer's 524,288.
+    assert isinstance(csa, SparseTopK) and csa.inner == CompressedKV(num_layers=21, num_heads=64, head_dim=512, compress_ratio=4,
+                                                                     state_bytes_per_layer=2 * 4 * 2 * (512 + 128) * 4)  # fmt: skip
     assert csa.top_k == 2048  # 512 entries of 4 tokens
-    assert hca == CompressedKV(num_layers=20, num_heads=64, head_dim=512, compress_ratio=128)
+    assert hca == CompressedKV(num_layers=20, num_heads=64, head_dim=512, compress_ratio=128, state_bytes_per_layer=2 * 128 * 512 * 4)
     assert att.kv_elements_per_token == 43 * 512 + 3440
     c = np.array([64.0, 1_000.0, 100_000.0, 1_048_576.0])
     held = att.kv_held_tokens(c) * att.kv_elements_per_token
@@ -134,6 +138,29 @@ def test_the_engine_holds_reads_and_attends_what_the_layers_do():
                       + 21 * 2 * 64 * 128 * c / 4)  # fmt: skip
     assert flops == pytest.approx(expected_flops, rel=1e-12)
     assert np.all(att.kv_share_per_chip(np.array([1.0, 8.0])) == 1.0)  # one key-value head: every TP rank holds it
+
+
+def test_pro_holds_its_compressors_buffers_once_a_sequence_on_every_rank():
+    """AIConfigurator (deepseek_v4.py, get_kvcache_bytes_per_sequence) counts 17.5 MB of FP32 compressor state a
+    V4-Pro sequence: 30 CSA layers of 40,960 bytes and 31 HCA layers of 524,288, whatever the KV dtype and length,
+    whole on every TP rank like the one key-value head. At 1,000 tokens in FP8 that is more than the cache itself."""
+    from planner.engine import ChipSpec, Deployment, Workload, estimate
+
+    model = spec("deepseek-v4-pro")
+    state = 30 * 40_960 + 31 * 524_288
+    assert state == 17_481_728
+    assert model.attention.fixed_bytes_per_sequence(np.array([1.0, 8.0])) == pytest.approx([state, state])
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=4e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15, "fp8": 4.5e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    per_sequence = {}
+    for prompt in (999, 9_999):
+        e = estimate(model, Deployment(chip=chip, chip_count=8, tensor_parallel=8, weight_dtype="fp8", kv_dtype="fp8"),
+                     Workload(prompt_tokens=prompt, output_tokens=1), batch=1)  # fmt: skip
+        per_sequence[prompt + 1] = float(np.asarray(e.memory.kv_bytes_per_sequence_per_chip).ravel()[0])
+    cache = {t: (61 * 512 * 128 + 4924 * t) * 1.0 for t in per_sequence}  # window + pooled entries, FP8, whole on a rank
+    logits = per_sequence[1_000] - cache[1_000] - state  # the logits row and paging, the same at both lengths
+    assert per_sequence[10_000] - per_sequence[1_000] == pytest.approx(cache[10_000] - cache[1_000], rel=0.01)
+    assert 0 <= logits < 0.2 * state and state > cache[1_000]
 
 
 def test_a_causal_prefill_pairs_each_query_with_its_window_top_k_and_pooled_entries_and_scores_every_pooled_key():

@@ -7,7 +7,7 @@ catalog's shape can name it (docs/architecture.md, "Adding an attention type").
 from __future__ import annotations
 
 from hwcatalog import architecture
-from hwcatalog.architecture import ArchShape
+from hwcatalog.architecture import DTYPE_BYTES, ArchShape
 
 from .base import Attention
 from .compressed import CompressedKV
@@ -82,8 +82,14 @@ def compressed_parts(shape: ArchShape, layers: int) -> list[Attention]:
     entries pooled over hca_compress_ratio tokens, all read."""
     heads, dim = shape.num_attention_heads, shape.num_kv_heads * shape.head_dim
 
-    def pooled(count: int, ratio: int) -> CompressedKV:
-        return CompressedKV(num_layers=count, num_heads=heads, head_dim=dim, compress_ratio=ratio)
+    def pooled(count: int, ratio: int, state_bytes_per_layer: float = 0.0) -> CompressedKV:
+        return CompressedKV(num_layers=count, num_heads=heads, head_dim=dim, compress_ratio=ratio, state_bytes_per_layer=state_bytes_per_layer)
+
+    def buffers(ratio: int, overlapping: bool, width: int) -> float:
+        """A compressor's FP32 key-value and score buffers of the group it is pooling, kept per sequence whatever
+        its length: 2 x ratio x coff x width x 4 bytes, coff 2 where consecutive windows overlap (CSA)
+        (ai-dynamo/aiconfigurator sdk/models/deepseek_v4.py, get_kvcache_bytes_per_sequence)."""
+        return 2.0 * ratio * (2 if overlapping else 1) * width * DTYPE_BYTES["fp32"]
 
     parts: list[Attention] = []
     if not shape.sliding_window:
@@ -92,13 +98,15 @@ def compressed_parts(shape: ArchShape, layers: int) -> list[Attention]:
     csa, hca = architecture.csa_layer_count(shape), architecture.hca_layer_count(shape)
     if csa:
         ratio = shape.csa_compress_ratio
+        # A CSA layer's indexer pools its keys with a compressor of its own, overlapping too.
+        state = buffers(ratio, True, dim) + buffers(ratio, True, shape.indexer_head_dim or 0)
         parts.append(SparseTopK(
-            inner=pooled(csa, ratio), top_k=(shape.sparse_attention_topk or 0) * ratio,
+            inner=pooled(csa, ratio, state), top_k=(shape.sparse_attention_topk or 0) * ratio,
             indexer_elements_per_token=csa * (shape.indexer_head_dim or 0) / ratio,
             indexer_flops_per_position=2.0 * csa * (shape.indexer_num_heads or 0) * (shape.indexer_head_dim or 0) / ratio,
         ))  # fmt: skip
     if hca:
-        parts.append(pooled(hca, shape.hca_compress_ratio))
+        parts.append(pooled(hca, shape.hca_compress_ratio, buffers(shape.hca_compress_ratio, False, dim)))
     return parts
 
 

@@ -12,7 +12,9 @@ at a context length C (tokens already in the sequence), element-wise over NumPy 
   `prefill_flops_per_pair`;
 - `resident_tokens(T)`: tokens' worth a sequence of T tokens keeps in memory, in whole
   PagedAttention blocks where the cache is paged (a recurrent state is not);
-- `kv_share_per_chip(tp)`: the share of a token's cache one tensor-parallel rank holds.
+- `kv_share_per_chip(tp)`: the share of a token's cache one tensor-parallel rank holds;
+- `fixed_bytes_per_sequence(tp)`: bytes one rank holds for a sequence whatever its length, in a dtype
+  of their own rather than the cache's (DeepSeek-V4's FP32 compressor buffers); 0 for most types.
 
 Full attention answers C, C, C, P*P/2 and S*S unchanged: the other types cap or replace
 them. "Tokens' worth" keeps one unit through the engine (bytes = tokens x elements per
@@ -58,12 +60,17 @@ class Attention(Protocol):
 
     def kv_share_per_chip(self, tensor_parallel: np.ndarray) -> np.ndarray: ...
 
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray: ...
+
 
 class Paged:
     """Mixin: the cache lives in PagedAttention blocks of 16 tokens (Kwon et al., SOSP 2023)."""
 
     def resident_tokens(self, tokens: float) -> float:
         return paged_tokens(self.kv_held_tokens(tokens))
+
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray:
+        return np.zeros(np.shape(tensor_parallel))
 
 
 class FullContext(Paged):
@@ -104,3 +111,6 @@ class Wrapping(Paged):
 
     def kv_share_per_chip(self, tensor_parallel: np.ndarray) -> np.ndarray:
         return self.inner.kv_share_per_chip(tensor_parallel)
+
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray:
+        return self.inner.fixed_bytes_per_sequence(tensor_parallel)

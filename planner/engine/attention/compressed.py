@@ -26,6 +26,8 @@ class CompressedKV(FullContext):
     num_heads: int
     head_dim: int  # of the one shared key-value vector (DeepSeek-V4: 512, RoPE on its last 64)
     compress_ratio: int = 1  # tokens pooled into one cached entry (1: the raw window entries)
+    # The compressor's FP32 buffers of the group it is pooling, per layer (attention_for: compressor_state_bytes).
+    state_bytes_per_layer: float = 0.0
 
     def __post_init__(self) -> None:
         if self.compress_ratio < 1:
@@ -53,3 +55,7 @@ class CompressedKV(FullContext):
     def kv_share_per_chip(self, tensor_parallel: np.ndarray) -> np.ndarray:
         """One key-value head: every tensor-parallel rank holds all of it (MQA)."""
         return np.ones(np.shape(tensor_parallel))
+
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray:
+        """The compressors' buffers, whole on every rank like the key-value head they pool."""
+        return np.full(np.shape(tensor_parallel), float(self.num_layers * self.state_bytes_per_layer))

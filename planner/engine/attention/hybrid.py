@@ -73,6 +73,9 @@ class Hybrid:
     def kv_share_per_chip(self, tensor_parallel: np.ndarray) -> np.ndarray:
         return self._by_elements(lambda p: p.kv_share_per_chip(tensor_parallel))
 
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray:
+        return sum(p.fixed_bytes_per_sequence(tensor_parallel) for p in self.parts)
+
     def at_ranks(self, tensor_parallel: np.ndarray) -> RankWeighted:
         """The cache's tokens' worth as one tensor-parallel rank of `tensor_parallel` holds and reads them."""
         return RankWeighted(hybrid=self, tensor_parallel=np.asarray(tensor_parallel, dtype=float))

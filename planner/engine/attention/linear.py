@@ -59,3 +59,7 @@ class LinearState:
     def kv_share_per_chip(self, tensor_parallel: np.ndarray) -> np.ndarray:
         """State heads split over TP ranks like attention heads (vLLM's Mamba layers)."""
         return 1.0 / np.asarray(tensor_parallel, dtype=float)
+
+    def fixed_bytes_per_sequence(self, tensor_parallel: np.ndarray) -> np.ndarray:
+        """None beyond the state, which is counted in the cache's elements."""
+        return np.zeros(np.shape(tensor_parallel))

@@ -49,11 +49,12 @@ class KvTransfer:
     # state is one token's worth whatever the prompt, a hybrid weighs its parts as its ranks hold them);
     # None: every token's K/V.
     attention: Any = None
+    bytes_per_request: float = 0.0  # buffers a sequence holds whatever its length (DeepSeek-V4's compressors), all ranks
 
     def seconds(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=float)
         held = tokens if self.attention is None else np.asarray(self.attention.kv_held_tokens(tokens), dtype=float)
-        return self.latency_s + held * self.bytes_per_token / self.bytes_per_s
+        return self.latency_s + (held * self.bytes_per_token + self.bytes_per_request) / self.bytes_per_s
 
 
 def kv_transfer_for(
@@ -72,8 +73,10 @@ def kv_transfer_for(
     # latent is held whole by every rank, so every rank sends it).
     replicated = float(np.asarray(model.attention.kv_share_per_chip(np.asarray(float(deployment.tensor_parallel))))) * deployment.tensor_parallel
     bytes_per_token = model.kv_cache_elements_per_token * float(hw.kv_bytes_per_element[0]) * replicated
+    tp = np.asarray(float(deployment.tensor_parallel))
+    fixed = float(np.asarray(model.attention.fixed_bytes_per_sequence(tp))) * deployment.tensor_parallel  # every rank sends its own
     return KvTransfer(bytes_per_token=bytes_per_token, bytes_per_s=per_chip * chips, latency_s=latency_s,
-                      attention=at_ranks(model.attention, np.asarray(float(deployment.tensor_parallel))))  # fmt: skip
+                      attention=at_ranks(model.attention, tp), bytes_per_request=fixed)  # fmt: skip
 
 
 def simulate_disaggregated_with_cost(
