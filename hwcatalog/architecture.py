@@ -324,6 +324,22 @@ def attention_output_params_per_layer(shape: ArchShape) -> int:
     return shape.num_attention_heads * value_dim * shape.hidden_size
 
 
+def tp_replicated_params(shape: ArchShape) -> int:
+    """Parameters every tensor-parallel rank holds whole, all layers: the projections into a low-rank or one-head
+    space, which engines keep replicated rather than split (vLLM deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa,
+    the DSA Indexer's wq_b, wk and weights_proj, and the MoE router `gate` are ReplicatedLinear; SGLang and
+    TensorRT-LLM alike). MLA's query and key-value down-projections and DSA's indexer; DeepSeek-V4's query
+    down-projection, its one shared key-value projection, compressors and indexers; every MoE layer's router."""
+    d = shape.hidden_size
+    q_down = d * shape.q_lora_rank if shape.q_lora_rank else 0
+    if shape.is_compressed:
+        mixers = attention_layer_count(shape) * (q_down + d * shape.num_kv_heads * shape.head_dim) + compressed_attention_params(shape)
+    else:
+        kv_down = d * ((shape.kv_lora_rank or 0) + (shape.qk_rope_head_dim or 0)) if shape.is_mla else 0
+        mixers = attention_layer_count(shape) * ((q_down + kv_down if shape.is_mla else 0) + indexer_params_per_layer(shape))
+    return mixers + _moe_layers(shape) * d * (shape.num_experts or 0)
+
+
 def attention_mixer_params(shape: ArchShape) -> int:
     """Every attention layer's token mixer, all layers: the projections, DSA's indexer, DeepSeek-V4's compressors
     and indexers (the linear-attention layers apart: linear_params_per_layer)."""

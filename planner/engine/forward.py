@@ -21,7 +21,7 @@ from scipy.special import ndtri
 from hwcatalog.architecture import experts_touched
 
 from .hardware import CandidateHardware
-from .memory import group_split_bytes
+from .memory import group_split_bytes, tp_replicated_bytes
 from .padding import kv_share_per_chip, padded_projection_params, query_head_factor
 from .parallel import expert_all_to_all_s, pipeline_micro_batches, pipeline_p2p_s, tensor_parallel_comm_s
 from .specs import ModelSpec
@@ -159,6 +159,9 @@ def forward_cost(
         padded = padded_projection_params(model, hw)
         weights = weights + padded * beta_w / (tp * pp)
         flops = flops + tokens * 2.0 * padded * flop_scale / flop_ranks
+    if model.tp_replicated_params:  # every TP rank streams the projections it keeps whole and multiplies its replica's tokens by them
+        weights = weights + tp_replicated_bytes(model, hw, beta_w) / pp
+        flops = flops + tokens * 2.0 * model.tp_replicated_params * (1.0 - 1.0 / tp) * flop_scale / (pp * (adp if split else 1.0))
     sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the

@@ -74,6 +74,8 @@ def memory_fit(
         weights, adp = (model.total_params * hw.weight_bytes_per_param + sixteen) / shards, 1.0
     if hw.any_head_padding:  # padded heads' zero projections are stored like the rest (padding.py)
         weights = weights + padded_projection_params(model, hw) * hw.weight_bytes_per_param / shards
+    # The projections every TP rank keeps whole (MLA's down-projections, the routers) are held beyond the 1/tp share.
+    weights = weights + tp_replicated_bytes(model, hw, hw.weight_bytes_per_param) / hw.pipeline_parallel
     per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
@@ -112,6 +114,15 @@ def sixteen_bit_extra_bytes(model: ModelSpec, hw: CandidateHardware) -> np.ndarr
         return 0.0
     stored = model.weight_tables.sixteen_bit_stored_params[hw.weight_dtype_code]
     return stored * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
+
+
+def tp_replicated_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param) -> np.ndarray | float:
+    """What each tensor-parallel rank holds (and streams) of the parameters every rank keeps whole
+    (ModelSpec.tp_replicated_params) beyond the 1/tp share the rest is counted at: (1 - 1/tp) of them at
+    `bytes_per_param`, the whole model's (a pipeline stage holds 1/pp of it). 0 for a model with none."""
+    if not model.tp_replicated_params:
+        return 0.0
+    return model.tp_replicated_params * bytes_per_param * (1.0 - 1.0 / hw.tensor_parallel)
 
 
 def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, *, sixteen_bit: bool) -> np.ndarray | float:

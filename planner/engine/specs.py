@@ -253,6 +253,13 @@ class ModelSpec:
         return max(float(self.total_params) - self.routed_expert_params - mixers - float(self.embedding_params), 0.0)
 
     @property
+    def tp_replicated_params(self) -> float:
+        """Parameters every tensor-parallel rank holds and multiplies whole (architecture.tp_replicated_params:
+        MLA's down-projections, DSA's indexer, DeepSeek-V4's one-head projections, the MoE routers): with TP t
+        each rank holds (1 - 1/t) of them beyond its share."""
+        return float(architecture.tp_replicated_params(self.shape))
+
+    @property
     def routed_expert_params(self) -> float:
         if not self.is_moe:
             return 0.0

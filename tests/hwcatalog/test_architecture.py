@@ -9,6 +9,7 @@ from hwcatalog.architecture import (
     kv_cache_bytes_per_token,
     kv_cache_elements_per_token,
     parameter_count,
+    tp_replicated_params,
 )
 
 LLAMA_31_8B = ArchShape(num_layers=32, hidden_size=4096, num_attention_heads=32, num_kv_heads=8, head_dim=128,
@@ -57,3 +58,11 @@ def test_int4_weights_take_a_quarter_of_bf16_kv_bytes_scale_with_dtype():
     assert kv_cache_bytes_per_token(LLAMA_2_70B, "fp8") == 163_840
     with pytest.raises(ValueError, match="unknown dtype"):
         kv_cache_bytes_per_token(LLAMA_2_70B, "fp7")
+
+
+def test_deepseek_v3_keeps_its_mla_down_projections_and_routers_whole_on_every_tensor_parallel_rank():
+    # vLLM deepseek_v2.py: q_a_proj (7168 x 1536) and kv_a_proj_with_mqa (7168 x (512 + 64)) on each of the 61 layers
+    # and the router gate (7168 x 256) on each of the 58 MoE layers are ReplicatedLinear: about 1.03e9 parameters.
+    assert tp_replicated_params(DEEPSEEK_V3) == 61 * 7168 * (1536 + 576) + 58 * 7168 * 256
+    assert tp_replicated_params(LLAMA_31_8B) == 0  # every projection of a GQA model splits by heads or columns
+    assert tp_replicated_params(MIXTRAL_8X7B) == 32 * 4096 * 8  # its routers only

@@ -89,3 +89,19 @@ def test_max_concurrency_grows_when_tensor_parallel_frees_memory():
 def test_context_longer_than_the_model_allows_is_rejected():
     e = estimate(opt_13b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=2000, output_tokens=100))
     assert not e.fits and "context of 2048" in e.reasons[0]
+
+
+def test_the_projections_every_tensor_parallel_rank_keeps_whole_are_held_once_per_rank():
+    """DeepSeek-V3 at TP 8: MLA's down-projections and the routers (1.03e9 parameters) are replicated, not split,
+    so the eight ranks together hold them eight times: 7 x 1.03 GB more at FP8 than the one GPU that holds it all."""
+    from planner.engine import ChipSpec
+
+    from .test_attention_catalog_shapes import spec_of
+
+    model = spec_of("deepseek-v3")
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=2e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15, "fp8": 4.5e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    work = Workload(prompt_tokens=1024, output_tokens=1024)
+    weights = {tp: estimate(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp, weight_dtype="fp8"), work).memory.weights_bytes_per_chip
+               for tp in (1, 8)}  # fmt: skip
+    assert 8 * weights[8] - weights[1] == pytest.approx(7 * model.tp_replicated_params * 1.0, rel=1e-6)
