@@ -76,11 +76,9 @@ def memory_fit(
         weights = weights + padded_projection_params(model, hw) * hw.weight_bytes_per_param / shards
     # The projections every TP rank keeps whole (MLA's down-projections, the routers) are held beyond the 1/tp share.
     weights = weights + tp_replicated_bytes(model, hw, hw.weight_bytes_per_param) / hw.pipeline_parallel
-    per_seq_kv = _kv_bytes_per_sequence(model, hw, footprint.cached_tokens)
+    per_seq_kv = cache_bytes_per_sequence(model, hw, footprint.cached_tokens, resident=resident)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
-        if extra.keeps_cache:
-            per_seq_kv = per_seq_kv + _kv_bytes_per_sequence(extra.model, hw, footprint.cached_tokens)
     width = model.hidden_size * hw.activation_bytes
     per_seq_extra = (
         footprint.workspace_tokens * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN + footprint.logit_rows * model.vocab_size * LOGIT_BYTES
@@ -137,6 +135,16 @@ def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, 
     if sixteen_bit and hw.any_sixteen_bit and not model.tie_word_embeddings:
         split = split + model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code] * (SIXTEEN_BIT_BYTES - bytes_per_param)
     return split * (1.0 - 1.0 / hw.dense_shards)
+
+
+def cache_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float, *, resident: tuple[ResidentModel, ...] = ()) -> np.ndarray:
+    """What one sequence of `cached_tokens` holds on a chip: the model's cache and that of every resident
+    model that keeps one (a draft model)."""
+    held = _kv_bytes_per_sequence(model, hw, cached_tokens)
+    for extra in resident:
+        if extra.keeps_cache:
+            held = held + _kv_bytes_per_sequence(extra.model, hw, cached_tokens)
+    return held
 
 
 def _kv_bytes_per_sequence(model: ModelSpec, hw: CandidateHardware, cached_tokens: float) -> np.ndarray:

@@ -75,7 +75,6 @@ def run_schedule(
     arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead).
     seed: a speculative cost's draws of the tokens each round emits."""
     bt = cost.kv_block_tokens
-    fixed = cost.state_blocks  # blocks a running sequence holds whatever its length (a recurrent state)
     n = len(requests)
     prompt = requests.prompt_tokens.tolist()
     output = requests.output_tokens.tolist()
@@ -101,7 +100,10 @@ def run_schedule(
     plan = multi.planner(sum(output), np.random.default_rng(seed)).plan if reserve else None
     first_at_prefill = multi is None or multi.first_token_at_prefill
     release_at: dict[int, list[int]] = {}  # block diffusion: the step whose end releases a request's first block
-    _check_fits(prompt, output, cached, bt, free - fixed, slack)
+    # Blocks a running sequence holds beside those its context grows (a recurrent state, its windows at its whole
+    # length: StepCost.fixed_blocks), taken at admission.
+    fixed = [cost.fixed_blocks(p + g + slack) for p, g in zip(prompt, output)] if cost.state_blocks else [0] * n
+    _check_fits(prompt, output, cached, bt, free, slack, fixed)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
     exact = cost.full_context
@@ -153,7 +155,7 @@ def run_schedule(
         del running[victim]
         if state[victim] == DECODING:
             ctx = start_ctx[victim] + (s - s0[victim])
-            free += _ceil_div(ctx, bt) - cached[victim] // bt + fixed
+            free += _ceil_div(ctx, bt) - cached[victim] // bt + fixed[victim]
             n_dec -= 1
             ctx_sum -= ctx
             phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
@@ -176,7 +178,7 @@ def run_schedule(
             if budget <= 0:
                 break
             k = min(target[i] - done[i], budget)
-            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed - held[i]
+            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed[i] - held[i]
             chunks.append((i, k, nb))
             blocks += nb
             budget -= k
@@ -223,9 +225,9 @@ def run_schedule(
             i = waiting[0]
             k = min(target[i] - done[i], budget)
             if reserve:  # the whole context, the answer's tokens still to come and a round's draft positions
-                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt + fixed
+                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt + fixed[i]
             else:
-                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed
+                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed[i]
             if nb > free:
                 break
             waiting.popleft()
@@ -264,7 +266,7 @@ def run_schedule(
                 ctx_sum -= start_ctx[i] + (s - s0[i] + 1) * tau
             else:
                 ctx = start_ctx[i] + (s - s0[i]) + 1
-                free += _ceil_div(ctx, bt) - cached[i] // bt + fixed
+                free += _ceil_div(ctx, bt) - cached[i] // bt + fixed[i]
                 ctx_sum -= ctx
                 phase[(s0[i] - start_ctx[i]) % bt] -= 1
             n_dec -= 1
@@ -339,9 +341,9 @@ def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray
     return out
 
 
-def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int = 0) -> None:
+def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int, fixed: list[int]) -> None:
     """A request whose whole context exceeds the KV cache could never finish: say which, up front."""
-    need = [_ceil_div(p + g + slack, bt) - c // bt for p, g, c in zip(prompt, output, cached)]
+    need = [_ceil_div(p + g + slack, bt) - c // bt + f for p, g, c, f in zip(prompt, output, cached, fixed)]
     worst = int(np.argmax(need)) if need else 0
     if need and need[worst] > free:
         raise ValueError(

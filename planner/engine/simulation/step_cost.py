@@ -38,7 +38,7 @@ from ..deployment import Deployment
 from ..efficiency import Calibration, Override
 from ..forward import forward_cost
 from ..hardware import CandidateHardware
-from ..memory import SequenceFootprint, memory_fit
+from ..memory import SequenceFootprint, cache_bytes_per_sequence, memory_fit
 from ..specs import ModelSpec, Workload
 from ..units import KV_BLOCK_TOKENS
 from .arrays import deployment_arrays
@@ -69,13 +69,20 @@ class StepCost:
     request_overhead_s: float  # per request, before it reaches the scheduler (tokenise, HTTP)
     kv_block_tokens: int
     kv_blocks: int  # paged blocks the KV cache holds on this replica
-    # Blocks' worth each running sequence holds whatever its length: a recurrent state (Mamba-2, Gated
-    # DeltaNet), kv_block_capacity; 0 where the whole cache grows with the context.
+    # Blocks' worth a running sequence holds beside those its context grows (kv_block_capacity): once past
+    # every window, and for a sequence of k blocks' length, k < len(window_blocks); 0 where the whole cache
+    # grows with the context.
     state_blocks: int = 0
+    window_blocks: tuple[int, ...] = ()
     max_sequences: int | None  # the engine's cap on running sequences (None: none set)
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
     multi_token: MultiTokenDecode | None = None  # speculative rounds or diffusion blocks (multi_token.py)
+
+    def fixed_blocks(self, tokens: int) -> int:
+        """The fixed blocks of a sequence whose whole length is `tokens` (taken at its admission)."""
+        k = -(-tokens // self.kv_block_tokens)
+        return self.window_blocks[k] if k < len(self.window_blocks) else self.state_blocks
 
     @property
     def tokens_per_decode(self) -> int:
@@ -217,7 +224,7 @@ def step_cost_for(
     decode_pairs = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=_PROBE, kv_read_tokens=0.0, kv_write_tokens=one,
                                 attention_flops_per_pair=attention.decode_flops_per_position)  # fmt: skip
     kv_read = forward_cost(model, hw, sequences=one, new_tokens=one, attention_pairs=0.0, kv_read_tokens=_PROBE, kv_write_tokens=one)
-    blocks, state_blocks = kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident)
+    capacity = kv_block_capacity(model, hw, block_tokens=kv_block_tokens, token_budget=budget, resident=resident)
     return StepCost(
         model_slug=model.slug,
         chip_slug=deployment.chip.slug,
@@ -232,8 +239,9 @@ def step_cost_for(
         prefill_overhead_s=float(hw.prefill_layer_overhead_s[0] * model.num_layers),
         request_overhead_s=float(model.request_overhead_s(hw.request_overhead_s[0], hw.request_overhead_per_expert_layer_s[0])),
         kv_block_tokens=kv_block_tokens,
-        kv_blocks=blocks,
-        state_blocks=state_blocks,
+        kv_blocks=capacity.blocks,
+        state_blocks=capacity.state_blocks,
+        window_blocks=capacity.window_blocks,
         max_sequences=cap,
         full_context=_reads_full_context(attention),
         attention=attention,
@@ -242,36 +250,54 @@ def step_cost_for(
 
 
 # Where kv_block_capacity reads a block's growth: past every window a catalog model has (Gemma 3's 1,024,
-# Mistral's 4,096 tokens), 1M tokens.
+# Llama 4's 8,192 tokens), 1M tokens.
 LONG_CONTEXT_BLOCKS = 65_536
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockCapacity:
+    blocks: int  # paged blocks the KV cache holds
+    state_blocks: int = 0  # what a sequence holds beyond its growing blocks once past every window
+    window_blocks: tuple[int, ...] = ()  # the same for a sequence of k blocks' length, k < len (then state_blocks)
 
 
 def kv_block_capacity(
     model: ModelSpec, hw: CandidateHardware, *, block_tokens: int, token_budget: int, resident: tuple[ResidentModel, ...] = ()
-) -> tuple[int, int]:
-    """(blocks, state_blocks): the blocks of `block_tokens` the KV cache holds, by memory.py's own rule
-    (memory_fit() with the engine's batch cap lifted, as it caps sequences, not blocks, and the activation
-    workspace of one full step reserved; `resident`, a draft model or heads, holds its weights and, with a
-    cache, its own KV for every block's tokens), and the blocks' worth a sequence holds beyond them whatever
-    its length. A block is what one more block adds to a long context, where only the layers that keep
-    every token still grow; what such a sequence holds beyond its blocks is its fixed part: a hybrid's
-    recurrent state, and the windows of sliding-window layers, whose blocks past the window the engines
-    free (vLLM's hybrid KV cache manager, SGLang's SWA pool), charged whole from the first token."""
+) -> BlockCapacity:
+    """The blocks of `block_tokens` the KV cache holds, by memory.py's own rule (memory_fit() with the engine's
+    batch cap lifted, as it caps sequences, not blocks, and the activation workspace of one full step reserved;
+    `resident`, a draft model or heads, holds its weights and, with a cache, its own KV for every block's
+    tokens), and what a sequence holds beyond them. A block is what one more block adds to a long context, where
+    only the layers that keep every token still grow; what a sequence of T tokens holds beyond its T/block_tokens
+    blocks is its fixed part: a hybrid's recurrent state and DeepSeek-V4's compressor buffers, whatever T, and the
+    windows of sliding-window layers, min(T, window) tokens of them (the engines free the blocks behind a window:
+    vLLM's hybrid KV cache manager, SGLang's SWA pool). The scheduler takes a request's fixed blocks at admission,
+    at its whole length (StepCost.fixed_blocks)."""
     uncapped = dataclasses.replace(hw, max_batch_sequences=np.full(1, np.inf))
-    long = LONG_CONTEXT_BLOCKS * block_tokens
+    one_block = memory_fit(model, uncapped, footprint=SequenceFootprint(cached_tokens=float(block_tokens), workspace_tokens=0.0, logit_rows=0.0),
+                           prompt_tokens=float(token_budget), resident=resident)  # fmt: skip
 
-    def per_sequence(tokens: int):
-        footprint = SequenceFootprint(cached_tokens=float(tokens), workspace_tokens=0.0, logit_rows=0.0)
-        return memory_fit(model, uncapped, footprint=footprint, prompt_tokens=float(token_budget), resident=resident)
+    def held(blocks: int) -> float:
+        return float(np.asarray(cache_bytes_per_sequence(model, uncapped, float(blocks * block_tokens), resident=resident)).ravel()[0])
 
-    one_block = per_sequence(block_tokens)
-    at_long = float(per_sequence(long).kv_bytes_per_sequence_per_chip[0])
-    block = float(per_sequence(long + block_tokens).kv_bytes_per_sequence_per_chip[0]) - at_long
+    at_long = held(LONG_CONTEXT_BLOCKS)
+    block = held(LONG_CONTEXT_BLOCKS + 1) - at_long
     fixed = at_long - LONG_CONTEXT_BLOCKS * block
     if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or none of it does)
-        return int(one_block.max_concurrency_per_replica[0]), 0
+        return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]))
+
+    def fixed_blocks(blocks: int) -> int:
+        return max(int(-(-(held(blocks) - blocks * block) // block)), 0)
+
+    state_blocks = int(-(-fixed // block))
+    # The lengths in blocks below which the windows still fill: doubling, then every block below the first
+    # length that holds them whole.
+    saturated = 1
+    while saturated < LONG_CONTEXT_BLOCKS and fixed_blocks(saturated) < state_blocks:
+        saturated *= 2
+    windows = tuple(fixed_blocks(k) for k in range(saturated)) if saturated > 1 else ()
     free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
-    return int(free // block), int(-(-fixed // block))
+    return BlockCapacity(blocks=int(free // block), state_blocks=state_blocks, window_blocks=windows)
 
 
 def _reads_full_context(attention) -> bool:
