@@ -324,13 +324,23 @@ def attention_output_params_per_layer(shape: ArchShape) -> int:
     return shape.num_attention_heads * value_dim * shape.hidden_size
 
 
-def tp_replicated_params(shape: ArchShape) -> int:
+def tp_replicated_params(shape: ArchShape, sixteen_bit_modules=None) -> int:
     """Parameters every tensor-parallel rank holds whole, all layers: the projections into a low-rank or one-head
     space, which engines keep replicated rather than split (vLLM deepseek_v2.py: q_a_proj and kv_a_proj_with_mqa,
     the DSA Indexer's wq_b, wk and weights_proj, and the MoE router `gate` are ReplicatedLinear; SGLang and
     TensorRT-LLM alike). MLA's query and key-value down-projections and DSA's indexer; DeepSeek-V4's query
-    down-projection, its one shared key-value projection, compressors and indexers; every MoE layer's router."""
+    down-projection, its one shared key-value projection, compressors and indexers; every MoE layer's router.
+    With `sixteen_bit_modules` (SIXTEEN_BIT_MODULES a checkpoint keeps in 16 bits), only those of them it keeps
+    so: the attention's (`attention` or `attention_inputs`, DSA's indexer apart as sixteen_bit_module_params
+    counts it) and the routers (`router`)."""
     d = shape.hidden_size
+    if sixteen_bit_modules is not None:
+        modules = set(sixteen_bit_modules)
+        attention = bool(modules & {"attention", "attention_inputs"})
+        whole = tp_replicated_params(shape)
+        routers = _moe_layers(shape) * d * (shape.num_experts or 0)
+        indexers = 0 if shape.is_compressed else attention_layer_count(shape) * indexer_params_per_layer(shape)
+        return (whole - routers - indexers if attention else 0) + (routers if "router" in modules else 0)
     q_down = d * shape.q_lora_rank if shape.q_lora_rank else 0
     if shape.is_compressed:
         mixers = attention_layer_count(shape) * (q_down + d * shape.num_kv_heads * shape.head_dim) + compressed_attention_params(shape)

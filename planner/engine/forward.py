@@ -160,7 +160,7 @@ def forward_cost(
         weights = weights + padded * beta_w / (tp * pp)
         flops = flops + tokens * 2.0 * padded * flop_scale / flop_ranks
     if model.tp_replicated_params:  # every TP rank streams the projections it keeps whole and multiplies its replica's tokens by them
-        weights = weights + tp_replicated_bytes(model, hw, beta_w) / pp
+        weights = weights + tp_replicated_bytes(model, hw, beta_w, sixteen_bit=weight_bytes_per_param is None) / pp
         flops = flops + tokens * 2.0 * model.tp_replicated_params * (1.0 - 1.0 / tp) * flop_scale / (pp * (adp if split else 1.0))
     sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all

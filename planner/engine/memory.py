@@ -75,7 +75,7 @@ def memory_fit(
     if hw.any_head_padding:  # padded heads' zero projections are stored like the rest (padding.py)
         weights = weights + padded_projection_params(model, hw) * hw.weight_bytes_per_param / shards
     # The projections every TP rank keeps whole (MLA's down-projections, the routers) are held beyond the 1/tp share.
-    weights = weights + tp_replicated_bytes(model, hw, hw.weight_bytes_per_param) / hw.pipeline_parallel
+    weights = weights + tp_replicated_bytes(model, hw, hw.weight_bytes_per_param, sixteen_bit=True) / hw.pipeline_parallel
     per_seq_kv = cache_bytes_per_sequence(model, hw, footprint.cached_tokens, resident=resident)
     for extra in resident:
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
@@ -114,13 +114,18 @@ def sixteen_bit_extra_bytes(model: ModelSpec, hw: CandidateHardware) -> np.ndarr
     return stored * (SIXTEEN_BIT_BYTES - hw.weight_bytes_per_param)
 
 
-def tp_replicated_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param) -> np.ndarray | float:
+def tp_replicated_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, *, sixteen_bit: bool) -> np.ndarray | float:
     """What each tensor-parallel rank holds (and streams) of the parameters every rank keeps whole
     (ModelSpec.tp_replicated_params) beyond the 1/tp share the rest is counted at: (1 - 1/tp) of them at
-    `bytes_per_param`, the whole model's (a pipeline stage holds 1/pp of it). 0 for a model with none."""
+    `bytes_per_param`, those the weights' format keeps in 16 bits at 16 (`sixteen_bit`: the priced model's own
+    weights, not a draft passing its own width), the whole model's (a pipeline stage holds 1/pp of it). 0 for a
+    model with none."""
     if not model.tp_replicated_params:
         return 0.0
-    return model.tp_replicated_params * bytes_per_param * (1.0 - 1.0 / hw.tensor_parallel)
+    held = model.tp_replicated_params * bytes_per_param
+    if sixteen_bit and hw.any_sixteen_bit:
+        held = held + model.weight_tables.sixteen_bit_replicated_params[hw.weight_dtype_code] * (SIXTEEN_BIT_BYTES - bytes_per_param)
+    return held * (1.0 - 1.0 / hw.tensor_parallel)
 
 
 def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, *, sixteen_bit: bool) -> np.ndarray | float:

@@ -297,6 +297,10 @@ class ModelSpec:
             sixteen_bit_stored_params=np.array([w.sixteen_bit_stored_params for w in layouts]),
             sixteen_bit_streamed_params=np.array([w.sixteen_bit_streamed_params for w in layouts]),
             sixteen_bit_head_params=np.array([w.sixteen_bit_head_params for w in layouts]),
+            sixteen_bit_replicated_params=np.array([
+                float(architecture.tp_replicated_params(self.shape, self.sixteen_bit_modules.get(w.weight_format, ()))) if w.bytes_per_param < 2.0 else 0.0
+                for w in layouts
+            ]),
         )
 
     def weight_bytes(self, dtype: str) -> float:
@@ -327,6 +331,7 @@ class WeightTables:
     sixteen_bit_stored_params: np.ndarray
     sixteen_bit_streamed_params: np.ndarray
     sixteen_bit_head_params: np.ndarray
+    sixteen_bit_replicated_params: np.ndarray  # of ModelSpec.tp_replicated_params, those kept in 16 bits
 
 
 @dataclass(frozen=True, kw_only=True)

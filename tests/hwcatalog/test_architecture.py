@@ -66,3 +66,7 @@ def test_deepseek_v3_keeps_its_mla_down_projections_and_routers_whole_on_every_t
     assert tp_replicated_params(DEEPSEEK_V3) == 61 * 7168 * (1536 + 576) + 58 * 7168 * 256
     assert tp_replicated_params(LLAMA_31_8B) == 0  # every projection of a GQA model splits by heads or columns
     assert tp_replicated_params(MIXTRAL_8X7B) == 32 * 4096 * 8  # its routers only
+    # Of them, those a checkpoint keeps in 16 bits: the attention's (its inputs), the routers.
+    assert tp_replicated_params(DEEPSEEK_V3, ("attention_inputs",)) == 61 * 7168 * (1536 + 576)
+    assert tp_replicated_params(DEEPSEEK_V3, ("router",)) == 58 * 7168 * 256
+    assert tp_replicated_params(DEEPSEEK_V3, ()) == 0

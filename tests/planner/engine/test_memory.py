@@ -105,3 +105,24 @@ def test_the_projections_every_tensor_parallel_rank_keeps_whole_are_held_once_pe
     weights = {tp: estimate(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp, weight_dtype="fp8"), work).memory.weights_bytes_per_chip
                for tp in (1, 8)}  # fmt: skip
     assert 8 * weights[8] - weights[1] == pytest.approx(7 * model.tp_replicated_params * 1.0, rel=1e-6)
+
+
+def test_replicated_projections_a_checkpoint_keeps_in_16_bits_are_held_at_16_bits():
+    """NVIDIA's NVFP4 DeepSeek-V3 keeps the attention's input projections in BF16 (sixteen_bit_modules): the
+    replicated MLA down-projections (0.92e9 parameters) are held whole by every rank at 2 bytes, the routers at
+    NVFP4's 0.5625."""
+    import dataclasses
+
+    from planner.engine import ChipSpec
+
+    from .test_attention_catalog_shapes import spec_of
+
+    model = dataclasses.replace(spec_of("deepseek-v3"), sixteen_bit_modules={"nvfp4": ("attention_inputs",)})
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=2e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15, "fp8": 4.5e15, "fp4": 9e15}, link_bandwidth_bytes_per_s=900e9,
+                    chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    work = Workload(prompt_tokens=1024, output_tokens=1024)
+    weights = {tp: estimate(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp, weight_dtype="fp4"), work).memory.weights_bytes_per_chip
+               for tp in (1, 8)}  # fmt: skip
+    mla_down, routers = 61 * 7168 * (1536 + 576), 58 * 7168 * 256
+    assert 8 * weights[8] - weights[1] == pytest.approx(7 * (mla_down * 2.0 + routers * 0.5625), rel=1e-6)
