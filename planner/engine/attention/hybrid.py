@@ -107,8 +107,23 @@ class RankWeighted:
     def kv_read_tokens(self, context: Tokens) -> Tokens:
         return self._weighted(lambda p: p.kv_read_tokens(context))
 
+    def _ranked_parts(self) -> Hybrid:
+        """The hybrid of its parts' own per-rank views, for the FLOPs a rank does (a DSA indexer's, whole)."""
+        return Hybrid(parts=tuple(at_ranks(p, self.tensor_parallel) for p in self.hybrid.parts))
+
+    def attended_positions(self, context: Tokens) -> Tokens:
+        return self._ranked_parts().attended_positions(context)
+
+    def causal_pairs(self, tokens: Tokens) -> Tokens:
+        return self._ranked_parts().causal_pairs(tokens)
+
+    def bidirectional_pairs(self, tokens: Tokens) -> Tokens:
+        return self._ranked_parts().bidirectional_pairs(tokens)
+
 
 def at_ranks(attention, tensor_parallel):
-    """The attention whose cache answers are per TP rank: a hybrid's rank-weighted view (RankWeighted), any
-    other type itself (its parts all split alike)."""
-    return attention.at_ranks(tensor_parallel) if isinstance(attention, Hybrid) else attention
+    """The attention whose answers are per TP rank: a hybrid's rank-weighted view (RankWeighted), a type with
+    work every rank does whole its own view (SparseTopK's indexer), any other type itself (its parts all split
+    alike)."""
+    ranked = getattr(attention, "at_ranks", None)
+    return ranked(tensor_parallel) if ranked is not None else attention

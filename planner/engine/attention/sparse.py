@@ -6,6 +6,7 @@ entries plus the indexer's small key for each of the C tokens.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +46,12 @@ class SparseTopK(Wrapping):
     def attended_positions(self, context: Tokens) -> Tokens:
         indexer = self.indexer_flops_per_position / self.decode_flops_per_position if self.decode_flops_per_position else 0.0
         return np.minimum(context, self.top_k) + np.asarray(context, dtype=float) * indexer
+
+    def at_ranks(self, tensor_parallel) -> SparseTopK:
+        """The attention as one of `tensor_parallel` ranks runs it: the main attention's heads split over the
+        ranks, the indexer runs whole on each (vLLM's and SGLang's Indexer is replicated), so its FLOPs, which
+        the engine divides over the ranks with the rest, count tensor_parallel times."""
+        return dataclasses.replace(self, indexer_flops_per_position=self.indexer_flops_per_position * np.asarray(tensor_parallel, dtype=float))
 
     def _indexer_per_pair(self) -> float:
         """The indexer's FLOPs for one (query, key) pair in the main attention's prefill pairs."""

@@ -116,6 +116,24 @@ def test_a_dsa_prefill_pays_the_indexer_on_every_pair_and_the_main_attention_on_
     assert indexer > main  # at 128K the indexer is most of the attention work
 
 
+def test_each_tensor_parallel_rank_runs_the_dsa_indexer_whole():
+    """vLLM's and SGLang's DSA Indexer is replicated, not split by heads: at TP 8 each rank of a 128K DeepSeek-V3.2
+    prefill does an eighth of the main attention and all 8.6 PFLOP of the indexer (the engine divides a rank's
+    attention FLOPs by TP, so the per-rank view counts the indexer TP times); a decode query likewise scores every
+    cached token's indexer key on every rank."""
+    from planner.engine.attention import at_ranks
+
+    att = attention_for(shape_of("deepseek-v3.2"))
+    prompt, tp = 131_072.0, 8.0
+    main = (2048.0**2 / 2.0 + (prompt - 2048.0) * 2048.0) * att.inner.prefill_flops_per_pair
+    indexer = prompt**2 / 2.0 * 2 * 61 * 64 * 128
+    per_rank = float(at_ranks(att, tp).causal_pairs(prompt)) * att.prefill_flops_per_pair / tp
+    assert per_rank == pytest.approx(main / tp + indexer, rel=1e-9)
+    decode = float(at_ranks(att, tp).attended_positions(prompt)) * att.decode_flops_per_position / tp
+    assert decode == pytest.approx(2048.0 * att.inner.decode_flops_per_position / tp + prompt * 2 * 61 * 64 * 128, rel=1e-9)
+    assert float(at_ranks(att, 1.0).causal_pairs(prompt)) == pytest.approx(float(att.causal_pairs(prompt)), rel=1e-12)
+
+
 def test_gemma3_local_layers_stop_at_the_window():
     att = attention_for(shape_of("gemma-3-27b"))
     assert isinstance(att, Hybrid)
