@@ -77,8 +77,9 @@ def memory_fit(
     # The projections every TP rank keeps whole (MLA's down-projections, the routers) are held beyond the 1/tp share.
     weights = weights + tp_replicated_bytes(model, hw, hw.weight_bytes_per_param, sixteen_bit=True) / hw.pipeline_parallel
     per_seq_kv = cache_bytes_per_sequence(model, hw, footprint.cached_tokens, resident=resident)
-    for extra in resident:
+    for extra in resident:  # a draft's replicated projections are held whole like the target's, at its own width
         weights = weights + extra.params * extra.weight_bytes_per_param / shards
+        weights = weights + tp_replicated_bytes(extra.model, hw, extra.weight_bytes_per_param, sixteen_bit=False) / hw.pipeline_parallel
     width = model.hidden_size * hw.activation_bytes
     per_seq_extra = (
         footprint.workspace_tokens * width * ACTIVATION_WORKSPACE_PER_TOKEN_HIDDEN + footprint.logit_rows * model.vocab_size * LOGIT_BYTES

@@ -126,3 +126,28 @@ def test_replicated_projections_a_checkpoint_keeps_in_16_bits_are_held_at_16_bit
                for tp in (1, 8)}  # fmt: skip
     mla_down, routers = 61 * 7168 * (1536 + 576), 58 * 7168 * 256
     assert 8 * weights[8] - weights[1] == pytest.approx(7 * (mla_down * 2.0 + routers * 0.5625), rel=1e-6)
+
+
+def test_a_resident_drafts_replicated_projections_are_held_whole_too():
+    """A DeepSeek-V3 draft held beside its target at TP 8 (as an MTP layer or a draft model is): its MLA
+    down-projections and routers sit whole on every rank like the target's, as its step cost streams them."""
+    import numpy as np
+
+    from planner.engine import ChipSpec
+    from planner.engine.decoding.base import ResidentModel
+    from planner.engine.memory import SequenceFootprint, memory_fit
+    from planner.engine.simulation.step_cost import deployment_hardware
+
+    from .test_attention_catalog_shapes import spec_of
+
+    model = spec_of("deepseek-v3")
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=4e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15, "fp8": 4.5e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    footprint = SequenceFootprint(cached_tokens=1024.0, workspace_tokens=0.0, logit_rows=0.0)
+    draft = (ResidentModel(model=model, weight_bytes_per_param=np.array([1.0]), keeps_cache=False),)
+    held = {}
+    for tp in (1, 8):
+        hw = deployment_hardware(model, Deployment(chip=chip, chip_count=tp, tensor_parallel=tp, weight_dtype="fp8"))
+        held[tp] = [float(memory_fit(model, hw, footprint=footprint, prompt_tokens=1024.0, resident=r).weights_bytes_per_chip[0]) for r in ((), draft)]
+    draft_extra = {tp: with_draft - alone for tp, (alone, with_draft) in held.items()}
+    assert 8 * draft_extra[8] - draft_extra[1] == pytest.approx(7 * model.tp_replicated_params * 1.0, rel=1e-6)
