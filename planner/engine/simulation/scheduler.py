@@ -85,7 +85,10 @@ def run_schedule(
     # and freed with it, and a preemption loses it (the request then recomputes its whole context).
     arrived = [0] * n if requests.kv_transferred_tokens is None else requests.kv_transferred_tokens.tolist()
     cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
-    prefix_blocks = max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
+    # A cache that grows with the context (0 where every layer is windowed or recurrent: StepCost.grows, the
+    # sequence's whole cache then its fixed blocks).
+    g = 1 if cost.grows else 0
+    prefix_blocks = g * max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
     free = cost.kv_blocks - prefix_blocks
     # Multi-token decoding (multi_token.py): each decode step puts q tokens per sequence through the
     # model. A request's forwards are planned when it starts decoding; its whole context (and the
@@ -103,7 +106,7 @@ def run_schedule(
     # Blocks a running sequence holds beside those its context grows (a recurrent state, its windows at its whole
     # length: StepCost.fixed_blocks), taken at admission.
     fixed = [cost.fixed_blocks(p + g + slack) for p, g in zip(prompt, output)] if cost.state_blocks else [0] * n
-    _check_fits(prompt, output, cached, bt, free, slack, fixed)
+    _check_fits(prompt, output, cached, bt, free, slack, fixed, g)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
     exact = cost.full_context
@@ -155,7 +158,7 @@ def run_schedule(
         del running[victim]
         if state[victim] == DECODING:
             ctx = start_ctx[victim] + (s - s0[victim])
-            free += _ceil_div(ctx, bt) - cached[victim] // bt + fixed[victim]
+            free += g * (_ceil_div(ctx, bt) - cached[victim] // bt) + fixed[victim]
             n_dec -= 1
             ctx_sum -= ctx
             phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
@@ -178,7 +181,7 @@ def run_schedule(
             if budget <= 0:
                 break
             k = min(target[i] - done[i], budget)
-            nb = 0 if reserve else _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed[i] - held[i]
+            nb = 0 if reserve else g * (_ceil_div(done[i] + k, bt) - cached[i] // bt) + fixed[i] - held[i]
             chunks.append((i, k, nb))
             blocks += nb
             budget -= k
@@ -196,7 +199,7 @@ def run_schedule(
         q_append(len(waiting))
         r_append(len(running))  # both at the step's start: together, the requests in the system
         # 2-3: decode growth and the chunks of sequences mid-prefill, preempting until they fit.
-        grow = phase[s % bt]
+        grow = g * phase[s % bt]
         p_tokens, p_pairs, p_read = 0, 0.0, 0.0
         completed = []
         admit = True
@@ -207,7 +210,7 @@ def run_schedule(
                     break
                 preempt_newest()
                 admit = False  # vLLM admits no waiting request in a step that preempted
-                grow = phase[s % bt]
+                grow = g * phase[s % bt]
             free -= grow + chunk_blocks
             for i, k, nb in chunks:
                 p_pairs += float(causal(float(done[i] + k))) - float(causal(float(done[i])))
@@ -225,9 +228,9 @@ def run_schedule(
             i = waiting[0]
             k = min(target[i] - done[i], budget)
             if reserve:  # the whole context, the answer's tokens still to come and a round's draft positions
-                nb = _ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt + fixed[i]
+                nb = g * (_ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt) + fixed[i]
             else:
-                nb = _ceil_div(done[i] + k, bt) - cached[i] // bt + fixed[i]
+                nb = g * (_ceil_div(done[i] + k, bt) - cached[i] // bt) + fixed[i]
             if nb > free:
                 break
             waiting.popleft()
@@ -266,7 +269,7 @@ def run_schedule(
                 ctx_sum -= start_ctx[i] + (s - s0[i] + 1) * tau
             else:
                 ctx = start_ctx[i] + (s - s0[i]) + 1
-                free += _ceil_div(ctx, bt) - cached[i] // bt + fixed[i]
+                free += g * (_ceil_div(ctx, bt) - cached[i] // bt) + fixed[i]
                 ctx_sum -= ctx
                 phase[(s0[i] - start_ctx[i]) % bt] -= 1
             n_dec -= 1
@@ -341,9 +344,9 @@ def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray
     return out
 
 
-def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int, fixed: list[int]) -> None:
+def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int, fixed: list[int], grows: int) -> None:
     """A request whose whole context exceeds the KV cache could never finish: say which, up front."""
-    need = [_ceil_div(p + g + slack, bt) - c // bt + f for p, g, c, f in zip(prompt, output, cached, fixed)]
+    need = [grows * (_ceil_div(p + g + slack, bt) - c // bt) + f for p, g, c, f in zip(prompt, output, cached, fixed)]
     worst = int(np.argmax(need)) if need else 0
     if need and need[worst] > free:
         raise ValueError(

@@ -74,6 +74,7 @@ class StepCost:
     # grows with the context.
     state_blocks: int = 0
     window_blocks: tuple[int, ...] = ()
+    grows: bool = True  # False: every layer windowed or recurrent, a sequence's whole cache is its fixed blocks
     max_sequences: int | None  # the engine's cap on running sequences (None: none set)
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
@@ -242,6 +243,7 @@ def step_cost_for(
         kv_blocks=capacity.blocks,
         state_blocks=capacity.state_blocks,
         window_blocks=capacity.window_blocks,
+        grows=capacity.grows,
         max_sequences=cap,
         full_context=_reads_full_context(attention),
         attention=attention,
@@ -259,6 +261,7 @@ class BlockCapacity:
     blocks: int  # paged blocks the KV cache holds
     state_blocks: int = 0  # what a sequence holds beyond its growing blocks once past every window
     window_blocks: tuple[int, ...] = ()  # the same for a sequence of k blocks' length, k < len (then state_blocks)
+    grows: bool = True  # whether any of the cache grows with the context
 
 
 def kv_block_capacity(
@@ -282,12 +285,15 @@ def kv_block_capacity(
 
     at_long = held(LONG_CONTEXT_BLOCKS)
     block = held(LONG_CONTEXT_BLOCKS + 1) - at_long
-    fixed = at_long - LONG_CONTEXT_BLOCKS * block
-    if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or none of it does)
+    grows = block > 1e-9 * at_long
+    if not grows:  # every layer windowed or recurrent: the unit is a block of the windows (or one state)
+        block = (held(2) - held(1)) or held(1)
+    fixed = at_long - (LONG_CONTEXT_BLOCKS * block if grows else 0.0)
+    if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or there is none)
         return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]))
 
     def fixed_blocks(blocks: int) -> int:
-        return max(int(-(-(held(blocks) - blocks * block) // block)), 0)
+        return max(int(-(-(held(blocks) - (blocks * block if grows else 0.0)) // block)), 0)
 
     state_blocks = int(-(-fixed // block))
     # The lengths in blocks below which the windows still fill: doubling, then every block below the first
@@ -297,7 +303,7 @@ def kv_block_capacity(
         saturated *= 2
     windows = tuple(fixed_blocks(k) for k in range(saturated)) if saturated > 1 else ()
     free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
-    return BlockCapacity(blocks=int(free // block), state_blocks=state_blocks, window_blocks=windows)
+    return BlockCapacity(blocks=int(free // block), state_blocks=state_blocks, window_blocks=windows, grows=grows)
 
 
 def _reads_full_context(attention) -> bool:

@@ -91,7 +91,9 @@ def test_a_hybrids_kv_blocks_hold_as_many_sequences_as_the_estimate_admits():
     assert sequences == pytest.approx(admitted, rel=0.01)
 
 
-@pytest.mark.parametrize(("name", "tensor_parallel"), [("gpt-oss-120b", 2), ("gemma-3-27b", 1), ("exaone-4.0-32b", 1), ("llama-4-scout", 2)])
+@pytest.mark.parametrize(
+    ("name", "tensor_parallel"), [("gpt-oss-120b", 2), ("gemma-3-27b", 1), ("exaone-4.0-32b", 1), ("llama-4-scout", 2), ("mistral-7b-v0.1", 1)]
+)
 @pytest.mark.parametrize("prompt_tokens", [200, 4_000, 60_000])
 def test_a_windowed_layer_holds_its_window_or_the_whole_sequence_if_shorter(name, tensor_parallel, prompt_tokens):
     """The engines free a sliding-window (or chunked) layer's blocks behind its window: gpt-oss-120b's 128 tokens,
@@ -110,7 +112,8 @@ def test_a_windowed_layer_holds_its_window_or_the_whole_sequence_if_shorter(name
     deployment = Deployment(chip=chip, chip_count=tensor_parallel, tensor_parallel=tensor_parallel, weight_dtype="bf16", kv_dtype="bf16")
     cost = step_cost_for(model, deployment)
     tokens = prompt_tokens + 1_000
-    sequences = cost.kv_blocks / (-(-tokens // 16) + cost.fixed_blocks(tokens))
+    growing = -(-tokens // 16) if cost.grows else 0  # Mistral-7B-v0.1: every layer windowed, nothing grows past 4,096
+    sequences = cost.kv_blocks / (growing + cost.fixed_blocks(tokens))
     admitted = estimate(model, deployment, Workload(prompt_tokens=prompt_tokens, output_tokens=1_000), batch=1).memory.max_concurrency
     assert abs(sequences - admitted) <= max(1.0, 0.05 * admitted)  # the estimate counts whole sequences and their logits rows
 
@@ -127,6 +130,16 @@ def test_a_request_takes_its_windows_at_its_own_length_through_preemption_and_fi
     assert list(schedule.first_token_s) == [1.0, 1.0]
     assert int(schedule.step_kv_blocks_used[0]) == (1 + 3) + (1 + 1)
     assert isinstance(cost, StepCost)
+
+
+def test_a_cache_that_never_grows_holds_only_its_fixed_blocks():
+    # Every layer windowed (a window of 2 blocks): two sequences of 4 + 12 tokens hold 2 blocks each whatever
+    # their context, so 4 blocks run both at once; a cache that grew a block every 4 tokens would not fit one.
+    cost = dataclasses.replace(toy_cost(block_tokens=4, kv_blocks=4), state_blocks=2, window_blocks=(0, 1), grows=False)
+    result = run(cost, [0.0, 0.0], [4, 4], [12, 12])
+    assert list(result.ttft_s) == [1.0, 1.0] and list(result.preemptions_per_request) == [0, 0]
+    with pytest.raises(ValueError, match="needs 6 KV blocks"):  # 4 growing and its 2 fixed
+        run(dataclasses.replace(cost, grows=True), [0.0], [4], [12])
 
 
 def test_a_cached_shared_prefix_is_not_prefilled_again():
