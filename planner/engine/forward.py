@@ -159,9 +159,11 @@ def forward_cost(
         padded = padded_projection_params(model, hw)
         weights = weights + padded * beta_w / (tp * pp)
         flops = flops + tokens * 2.0 * padded * flop_scale / flop_ranks
-    if model.tp_replicated_params:  # every TP rank streams the projections it keeps whole and multiplies its replica's tokens by them
+    # Every TP rank streams the projections it keeps whole and multiplies its replica's tokens by them.
+    replicated_share = (1.0 - 1.0 / tp) * flop_scale / (pp * (adp if split else 1.0))
+    if model.tp_replicated_params:
         weights = weights + tp_replicated_bytes(model, hw, beta_w, sixteen_bit=weight_bytes_per_param is None) / pp
-        flops = flops + tokens * 2.0 * model.tp_replicated_params * (1.0 - 1.0 / tp) * flop_scale / (pp * (adp if split else 1.0))
+        flops = flops + tokens * 2.0 * model.tp_replicated_params * replicated_share
     sixteen_flops = 0.0
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the
@@ -173,6 +175,8 @@ def forward_cost(
         sixteen, sixteen_head = tables.sixteen_bit_streamed_params[code], tables.sixteen_bit_head_params[code]
         weights = weights + sixteen * (SIXTEEN_BIT_BYTES - beta_w) / (tp * pp)
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
+        # and of the replicated projections, those kept in 16 bits multiply at the 16-bit rate too
+        sixteen_flops = sixteen_flops + tokens * 2.0 * tables.sixteen_bit_replicated_params[code] * replicated_share
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its

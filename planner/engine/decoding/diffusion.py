@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..attention import at_ranks
 from ..forward import forward_cost
 from ..memory import SequenceFootprint
 from .base import DecodeInputs, DecodeOutcome, Resolvers
@@ -65,7 +66,7 @@ class Diffusion:
         """Every step is a bidirectional forward over prompt + window with no KV cache;
         a fixed schedule commits G/S tokens per step."""
         model, hw, workload = inputs.model, inputs.hw, inputs.workload
-        att = model.attention
+        att = at_ranks(model.attention, hw.tensor_parallel)  # per TP rank (a DSA indexer runs whole on each)
         out = max(workload.output_tokens, 1)
         window = self.window_tokens or out
         total, flops, nbytes, step = 0.0, 0.0, 0.0, None

@@ -83,7 +83,7 @@ class Speculative:
         tau = expected_tokens_per_step(alpha, k)
         context = workload.mean_decode_context_tokens
         b = hw.batch_per_replica
-        att = self.draft.attention
+        att = at_ranks(self.draft.attention, hw.tensor_parallel)  # per TP rank, as the target's
         draft = forward_cost(
             self.draft, hw, sequences=b, new_tokens=1.0, attention_pairs=att.attended_positions(context),
             kv_read_tokens=att.kv_read_tokens(context), kv_write_tokens=1.0, weight_bytes_per_param=draft_beta,

@@ -24,6 +24,7 @@ tabulated; `step_cost_for` says so); autoregressive decoding, speculative rounds
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -283,14 +284,19 @@ def kv_block_capacity(
     def held(blocks: int) -> float:
         return float(np.asarray(cache_bytes_per_sequence(model, uncapped, float(blocks * block_tokens), resident=resident)).ravel()[0])
 
+    # memory.py pages a sequence's cache in KV_BLOCK_TOKENS: slopes are read over `pages` blocks, a whole number
+    # of its pages, so that a scheduler block of another size (SGLang's 1-token pages) is measured as itself.
+    pages = KV_BLOCK_TOKENS // math.gcd(block_tokens, KV_BLOCK_TOKENS)
     at_long = held(LONG_CONTEXT_BLOCKS)
-    block = held(LONG_CONTEXT_BLOCKS + 1) - at_long
+    block = (held(LONG_CONTEXT_BLOCKS + pages) - at_long) / pages
     grows = block > 1e-9 * at_long
     if not grows:  # every layer windowed or recurrent: the unit is a block of the windows (or one state)
-        block = (held(2) - held(1)) or held(1)
+        block = (held(2 * pages) - held(pages)) / pages or held(1)
     fixed = at_long - (LONG_CONTEXT_BLOCKS * block if grows else 0.0)
+    free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
     if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or there is none)
-        return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]))
+        whole_pages = block_tokens % KV_BLOCK_TOKENS == 0  # a one-block sequence is its blocks, nothing rounded
+        return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]) if whole_pages else int(free // block) if block > 0 else 0)
 
     def fixed_blocks(blocks: int) -> int:
         return max(int(-(-(held(blocks) - (blocks * block if grows else 0.0)) // block)), 0)
@@ -302,7 +308,6 @@ def kv_block_capacity(
     while saturated < LONG_CONTEXT_BLOCKS and fixed_blocks(saturated) < state_blocks:
         saturated *= 2
     windows = tuple(fixed_blocks(k) for k in range(saturated)) if saturated > 1 else ()
-    free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
     return BlockCapacity(blocks=int(free // block), state_blocks=state_blocks, window_blocks=windows, grows=grows)
 
 

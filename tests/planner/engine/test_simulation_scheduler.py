@@ -118,6 +118,26 @@ def test_a_windowed_layer_holds_its_window_or_the_whole_sequence_if_shorter(name
     assert abs(sequences - admitted) <= max(1.0, 0.05 * admitted)  # the estimate counts whole sequences and their logits rows
 
 
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "gemma-3-27b", "qwen3.5-27b"])
+def test_the_caches_capacity_is_the_same_whatever_the_block_size(name):
+    """SGLang pages its cache a token at a time; vLLM's blocks are 16 tokens. The estimate's memory pages in 16s,
+    so the simulator read a 1-token block's growth as 16 tokens' and held 16x too few tokens at block size 1."""
+    from planner.engine import ChipSpec, Deployment
+    from planner.engine.simulation import step_cost_for
+
+    from .test_attention_catalog_shapes import spec_of
+
+    chip = ChipSpec(slug="h200", kind="gpu", vendor="x", memory_capacity_bytes=141e9, memory_bandwidth_bytes_per_s=4.8e12,
+                    peak_flops_per_s={"bf16": 0.99e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=700)  # fmt: skip
+    deployment = Deployment(chip=chip, chip_count=1, tensor_parallel=1, weight_dtype="bf16", kv_dtype="bf16")
+    model = spec_of(name)
+    sixteen = step_cost_for(model, deployment)
+    for block_tokens in (1, 8, 24, 64):
+        cost = step_cost_for(model, deployment, kv_block_tokens=block_tokens)
+        assert cost.kv_blocks * block_tokens == pytest.approx(sixteen.kv_blocks * 16, rel=1e-3), block_tokens
+        assert cost.state_blocks * block_tokens == pytest.approx(sixteen.state_blocks * 16, abs=64), block_tokens
+
+
 def test_a_request_takes_its_windows_at_its_own_length_through_preemption_and_finish():
     # Blocks of 4 tokens, 9 in all; a window worth 1 block a sequence up to 4 tokens long and 3 past it. A (4 + 2
     # tokens: 2 growing blocks at most and 3 fixed) and B (2 + 1: 1 and 1) fit together, and every block returns.
