@@ -105,7 +105,7 @@ def run_schedule(
     release_at: dict[int, list[int]] = {}  # block diffusion: the step whose end releases a request's first block
     # Blocks a running sequence holds beside those its context grows (a recurrent state, its windows at its whole
     # length: StepCost.fixed_blocks), taken at admission.
-    fixed = [cost.fixed_blocks(p + g + slack) for p, g in zip(prompt, output)] if cost.state_blocks else [0] * n
+    fixed = [cost.fixed_blocks(p + o + slack) for p, o in zip(prompt, output)] if cost.state_blocks else [0] * n
     _check_fits(prompt, output, cached, bt, free, slack, fixed, g)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
@@ -346,7 +346,7 @@ def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray
 
 def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int, fixed: list[int], grows: int) -> None:
     """A request whose whole context exceeds the KV cache could never finish: say which, up front."""
-    need = [grows * (_ceil_div(p + g + slack, bt) - c // bt) + f for p, g, c, f in zip(prompt, output, cached, fixed)]
+    need = [grows * (_ceil_div(p + o + slack, bt) - c // bt) + f for p, o, c, f in zip(prompt, output, cached, fixed)]
     worst = int(np.argmax(need)) if need else 0
     if need and need[worst] > free:
         raise ValueError(

@@ -295,8 +295,9 @@ def kv_block_capacity(
     fixed = at_long - (LONG_CONTEXT_BLOCKS * block if grows else 0.0)
     free = max(float(one_block.kv_free_bytes_per_chip[0]), 0.0)
     if not (block > 0 and fixed > 1e-6 * block):  # the whole cache grows with the context (or there is none)
-        whole_pages = block_tokens % KV_BLOCK_TOKENS == 0  # a one-block sequence is its blocks, nothing rounded
-        return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]) if whole_pages else int(free // block) if block > 0 else 0)
+        if block_tokens % KV_BLOCK_TOKENS == 0:  # a one-block sequence is its blocks, nothing rounded
+            return BlockCapacity(blocks=int(one_block.max_concurrency_per_replica[0]))
+        return BlockCapacity(blocks=int(free // block) if block > 0 else 0)
 
     def fixed_blocks(blocks: int) -> int:
         return max(int(-(-(held(blocks) - (blocks * block if grows else 0.0)) // block)), 0)
