@@ -163,6 +163,19 @@ def test_pro_holds_its_compressors_buffers_once_a_sequence_on_every_rank():
     assert 0 <= logits < 0.2 * state and state > cache[1_000]
 
 
+def test_a_disaggregated_transfer_moves_the_compressors_buffers_once_from_every_rank():
+    from planner.engine import ChipSpec, Deployment
+    from planner.engine.simulation import kv_transfer_for
+
+    chip = ChipSpec(slug="big", kind="gpu", vendor="x", memory_capacity_bytes=4e12, memory_bandwidth_bytes_per_s=8e12,
+                    peak_flops_per_s={"bf16": 2.25e15}, link_bandwidth_bytes_per_s=900e9, chips_per_node=8, tdp_watts=1000)  # fmt: skip
+    transfer = kv_transfer_for(spec("deepseek-v4-pro"), Deployment(chip=chip, chip_count=2, tensor_parallel=2))
+    assert transfer.bytes_per_request == 2 * 17_481_728  # each rank holds (and sends) its own copy
+    one, two = (float(transfer.seconds(np.array([t]))[0]) for t in (1_000, 2_000))
+    assert one - transfer.latency_s > 2 * 17_481_728 / transfer.bytes_per_s  # the buffers ride with the first token
+    assert two - one < one - transfer.latency_s  # and do not grow with the prompt
+
+
 def test_a_causal_prefill_pairs_each_query_with_its_window_top_k_and_pooled_entries_and_scores_every_pooled_key():
     att = attention_for(shape("deepseek-v4-flash"))
     p = 10_000.0
