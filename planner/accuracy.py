@@ -31,7 +31,7 @@ from planner.engine.uncertainty import bands_from, coverage, interval, load_band
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
-from planner.engine.silicon import is_silicon_layout, read_silicon, replicate_spread, silicon_estimates
+from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -214,11 +214,19 @@ class _Silicon:
         self.models, self.chips, self.calibration = models, chips, calibration
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
+        self.decode_workers = published_decode_workers(self.measured)
 
-    def predict(self, *, profiles=None, only: set[str] | None = None, shares: bool = False) -> tuple[list[dict], list[dict]]:
+    def decode_workers_without(self, held: set[str]) -> dict[str, float]:
+        """The decode-worker priors read off every row but the held-out ones (cross-validation)."""
+        return published_decode_workers(row for row in self.measured if row.id not in held)
+
+    def predict(self, *, profiles=None, only: set[str] | None = None, shares: bool = False,
+                decode_workers: dict[str, float] | None = None) -> tuple[list[dict], list[dict]]:
         """Every row (or those in `only`) predicted, under `profiles` where given; with shares, each
-        value's parts also carry its prediction at in-step shares 0 and 1 (for the fit)."""
+        value's parts also carry its prediction at in-step shares 0 and 1 (for the fit). A disaggregated
+        row without its decode worker count is read with `decode_workers` (the file's priors by default)."""
         rows, unpredicted = [], []
+        decode_workers = self.decode_workers if decode_workers is None else decode_workers
         for row in self.measured:
             if only is not None and row.id not in only:
                 continue
@@ -235,7 +243,8 @@ class _Silicon:
                 self.specs[key] = (catalog_specs.model_spec(model), chip_spec)
             profile = profile_for(profiles, engine) if profiles else None
             source = f"fitted serving-engine profile ({engine if engine in (profiles or {}) else 'pooled'})" if profile else None
-            kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None}
+            kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None,
+                      "decode_workers": decode_workers}
             try:
                 estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=profile.in_step_share if profile else None)
                 if shares:
@@ -369,7 +378,7 @@ def _silicon_report(
                 if key == "engine":  # the held-out engine has no profile of its own: the pooled one speaks for it
                     fold_profiles.pop(group, None)
                 held = {r["id"] for r, m in zip(rows, mask) if m}
-                predicted, _ = silicon.predict(profiles=fold_profiles, only=held)
+                predicted, _ = silicon.predict(profiles=fold_profiles, only=held, decode_workers=silicon.decode_workers_without(held))
                 held_out_rows += [{k: v for k, v in r.items() if k != "_parts"} for r in predicted]
             report["cv"][label] = summarize(held_out_rows)
             held_out_all += held_out_rows

@@ -7,7 +7,8 @@ into the planner's estimate of each of the two metrics:
 - agg: one worker of tp x attention_dp x pp GPUs serves prefill and decode (continuous
   batching) for a closed loop of `concurrency` clients; the batch is the concurrency, capped
   at the engine's max batch (the rest wait for a slot).
-- disagg: TPOT from one decode worker holding concurrency / decode workers sequences; TTFT
+- disagg: TPOT from one decode worker holding concurrency / decode workers sequences (a count
+  left unpublished is read as the median the rows that publish theirs deploy); TTFT
   from the prefill workers as an M/D/c queue (c workers, each serving its batch of prompts in
   one prefill) at the rate the closed loop sets: X = concurrency / (TTFT + (G - 1) TPOT), the
   benchmark's first round arriving at once (serving.py, the in-step share).
@@ -241,6 +242,43 @@ def _unpublished_width(model: ModelSpec, chip: ChipSpec, layout: WorkerLayout, r
     return refused, None
 
 
+# An engine's own prior needs at least this many disaggregated rows that publish their decode workers.
+MIN_PUBLISHED_WORKERS = 10
+POOLED_ENGINES = "*"
+
+
+def published_decode_workers(rows: Iterable[SiliconRow]) -> dict[str, float]:
+    """What a disaggregated row that leaves decode_num_workers empty is read as: the median count the
+    rows that publish theirs deploy, per engine (by the layout's backend name) where at least
+    MIN_PUBLISHED_WORKERS of its rows publish one, pooled over every engine ("*") otherwise; 1 where no
+    row publishes one. A deployment prior read off the published layouts, not fitted to any error.
+    The dev file: TensorRT-LLM 4 (81 rows: 3, 4, 1, 9 and 5 workers most often), SGLang 1 (56 rows),
+    pooled 3 (140 rows). One decode worker holding the whole concurrency, as these rows were read
+    before, put up to C sequences where the published twins of 136 of them (the same measurement
+    with the layout recorded) hold C / 3 to C / 9 a worker: their TPOT over-predicted 1.4x
+    (docs/accuracy.md, "What the published columns cannot say")."""
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        if row.decode is not None and row.decode.workers:
+            counts.setdefault(row.engine, []).append(row.decode.workers)
+    every = [n for published in counts.values() for n in published]
+    priors = {POOLED_ENGINES: float(np.median(every)) if every else 1.0}
+    priors.update({engine: float(np.median(n)) for engine, n in counts.items() if len(n) >= MIN_PUBLISHED_WORKERS})
+    return priors
+
+
+def decode_workers_for(row: SiliconRow, priors: dict[str, float] | None) -> tuple[float, str | None]:
+    """The row's decode workers: as published, else its engine's prior (with a note saying so)."""
+    if row.decode.workers:
+        return float(row.decode.workers), None
+    if not priors:
+        return 1.0, None
+    workers = max(priors.get(row.engine, priors.get(POOLED_ENGINES, 1.0)), 1.0)
+    note = (f"decode_num_workers is not published: read as {workers:g}, the median of the decode workers the rows that "
+            f"publish theirs deploy (silicon.published_decode_workers)")
+    return workers, note
+
+
 def silicon_estimates(
     row: SiliconRow,
     model: ModelSpec,
@@ -249,9 +287,12 @@ def silicon_estimates(
     calibration: Calibration | None = None,
     efficiency: Override | None = None,
     in_step_share: float | None = None,
+    decode_workers: dict[str, float] | None = None,
 ) -> dict[str, Estimate]:
     """The estimate behind each metric of the row: {"ttft_s": ..., "tpot_s": ...}; `efficiency`
-    overrides factors and `in_step_share` the closed loop's (a fitted serving-engine profile)."""
+    overrides factors and `in_step_share` the closed loop's (a fitted serving-engine profile);
+    `decode_workers` the priors a disaggregated row without its decode worker count is read with
+    (published_decode_workers; without them, one worker holds the whole concurrency)."""
     if row.precision not in WEIGHT_DTYPES:
         known = ", ".join(p or "(empty)" for p in WEIGHT_DTYPES)
         raise ValueError(f"precision {row.precision!r} is not one of {known}")
@@ -271,8 +312,11 @@ def silicon_estimates(
     open_loop = dataclasses.replace(workload, closed_loop=False)
     prompts_per_prefill = row.prefill.batch or 1
     prefill = _one(model, chip, row.prefill, open_loop, prompts_per_prefill, dtype, True, calibration, efficiency)
-    per_decode_worker = -(-row.concurrency // (row.decode.workers or 1))
+    workers, note = decode_workers_for(row, decode_workers)
+    per_decode_worker = max(int(np.ceil(row.concurrency / workers)), 1)
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
+    if note:
+        decode = dataclasses.replace(decode, warnings=(*decode.warnings, note))
     if isinstance(efficiency, Efficiency):
         base, per_expert_layer = efficiency.request_overhead_s, efficiency.request_overhead_per_expert_layer_s
     else:
