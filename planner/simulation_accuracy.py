@@ -23,6 +23,7 @@ from typing import Any
 from hwcatalog.models import Chip, ModelArch
 from planner.accuracy import _by_name
 from planner.engine import absolute_percentage_error
+from planner.engine.silicon import is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
 from planner.engine_profiles import profile_covers, serving_engines
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
@@ -91,6 +92,9 @@ def _float(value: str) -> float | None:
 
 
 def _lengths(row: dict[str, str], part: str) -> Lengths:
+    if row.get(f"{part}_range"):  # uniform in [low, high] (silicon_rows)
+        low, high = (float(x) for x in row[f"{part}_range"].split(","))
+        return Lengths.histogram((low, high), (1.0,), min_tokens=max(int(low), 1), max_tokens=int(high))
     mean, std = _float(row[f"{part}_tokens_mean"]), _float(row[f"{part}_tokens_std"])
     if mean is None:
         raise ValueError(f"{part} lengths not stated ({row.get('length_note') or 'no mean given'})")
@@ -153,18 +157,28 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
     }  # fmt: skip
 
 
-def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
-    """Every published percentile of every row against its simulation, and MdAPE by percentile and metric."""
+def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = None) -> dict[str, Any]:
+    """Every published percentile of every row against its simulation, and MdAPE by percentile and metric. A file
+    in AIConfigurator's silicon layout (detected by its header) is read as closed-loop means (silicon_rows)."""
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
     chips = list(Chip.objects.filter(measured=False))
     with csv_path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
+        if is_silicon_layout(csv.DictReader(handle).fieldnames):
+            handle.seek(0)
+            rows = silicon_rows(read_silicon(handle), range_ratio=range_ratio)
+        else:
+            if range_ratio is not None:
+                raise ValueError("--range-ratio reads a silicon file's lengths; this file states its own")
+            handle.seek(0)
+            rows = list(csv.DictReader(handle))
     values, unpredicted = [], []
     for row in rows:
         try:
+            if row.get("refused"):
+                raise ValueError(row["refused"])
             data = _configuration(row, models, chips)
             workload, notes = row_workload(row)
-            notes = data.pop("read_as") + notes
+            notes = data.pop("read_as") + notes + ([row["read_note"]] if row.get("read_note") else [])
             setup = simulation_setup(data=data, workload=workload)
             result, _ = simulate_setup(setup, workload, slos=Slos(), options=SchedulerOptions())
         except (ValueError, SimulationRefused) as exc:
@@ -173,7 +187,7 @@ def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
         simulated = {"ttft": result.ttft, "tpot": result.tpot}
         for metric in METRICS:
             for p in PERCENTILES:
-                measured_ms = _float(row[f"{metric}_{p}_ms"])
+                measured_ms = _float(row.get(f"{metric}_{p}_ms", ""))
                 if measured_ms is None:
                     continue
                 predicted = float(getattr(simulated[metric], p))
@@ -184,6 +198,47 @@ def simulation_accuracy_report(*, csv_path: Path) -> dict[str, Any]:
                     "serving_engine_profile": data["serving_engine"], "notes": notes, "source": row["source"],
                 })  # fmt: skip
     return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values)}
+
+
+# A silicon row's closed loop runs this many requests per client: the harness behind published closed-loop
+# sweeps of these engines sends 10 x concurrency (SemiAnalysis InferenceX's benchmark scripts, "requests = 10 x
+# concurrency and 2 x concurrency warmups": tests/fixtures/serving_percentiles.csv, the InferenceX rows' notes).
+# The silicon layout does not record it.
+SILICON_ROUNDS = 10
+
+
+def silicon_rows(measured, *, range_ratio: float | None = None) -> list[dict[str, str]]:
+    """AIConfigurator's silicon rows as this module's rows: each agg row one closed loop of its concurrency,
+    SILICON_ROUNDS requests a client, its mean TTFT and TPOT the published values to compare. Lengths are fixed, as
+    the layout's README states, or with `range_ratio` R drawn uniformly in [R x L, L] (the InferenceX harness's
+    --random-range-ratio; its sweeps use 0.8), the reading under which a closed loop's clients drift out of step.
+    A row the simulation request cannot express (disaggregated, attention DP or pipeline parallel workers: a
+    simulation runs replicas of one tensor-parallel group) is kept with the reason it is refused."""
+    if range_ratio is not None and not 0.0 < range_ratio <= 1.0:
+        raise ValueError(f"range_ratio must be in (0, 1], got {range_ratio}")
+    rows = []
+    for r in measured:
+        row = {"id": r.id, "source": r.source, "engine": r.engine, "model_hf_id": r.model_path, "chip": r.system,
+               "weight_dtype": r.precision or "bf16", "arrival": "closed_loop", "concurrency": str(r.concurrency),
+               "requests": str(SILICON_ROUNDS * r.concurrency), "ttft_mean_ms": f"{r.ttft_s * 1e3!r}", "tpot_mean_ms": f"{r.tpot_s * 1e3!r}",
+               "tpot_kind": "tpot", "length_note": ""}  # fmt: skip
+        layout = r.agg
+        if layout is None:
+            row["refused"] = "disaggregated: not simulated from this layout (many rows publish no worker counts); manage.py accuracy predicts it"
+        elif layout.attention_data_parallel > 1 or layout.pipeline_parallel > 1 or layout.tensor_parallel < 1:
+            row["refused"] = (f"tp {layout.tensor_parallel} x attention DP {layout.attention_data_parallel} x PP {layout.pipeline_parallel}: "
+                              "a simulation runs replicas of one tensor-parallel group")  # fmt: skip
+        else:
+            row.update(chip_count=str(layout.tensor_parallel), tensor_parallel=str(layout.tensor_parallel))
+            if layout.moe_expert_parallel > 1:
+                row["read_note"] = (f"experts published over moe_ep_size {layout.moe_expert_parallel}: simulated as the request's "
+                                    f"tensor-parallel group of {layout.tensor_parallel} splits them")  # fmt: skip
+        for part, tokens in (("prompt", r.prompt_tokens), ("output", r.output_tokens)):
+            row[f"{part}_tokens_mean"], row[f"{part}_tokens_std"] = str(tokens), ""
+            if range_ratio is not None and range_ratio < 1.0:
+                row[f"{part}_range"] = f"{range_ratio * tokens!r},{float(tokens)!r}"
+        rows.append(row)
+    return rows
 
 
 def _median(xs: list[float]) -> float | None:

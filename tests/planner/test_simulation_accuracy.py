@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 
@@ -79,3 +81,47 @@ def test_an_ambiguous_chip_name_says_which_it_could_be(catalog):
     assert resolve_chip("A100", list(Chip.objects.all()))[0] is None  # 40 or 80 GB, SXM or PCIe: not guessed
     chip, why = resolve_chip("A100 SXM", list(Chip.objects.all()))  # gpustack's label: no memory size
     assert chip is None and "no memory size" in why and "nvidia-a100-sxm-40gb" in why and "nvidia-a100-sxm-80gb" in why
+
+
+SILICON_SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "silicon_sample.csv"
+
+
+@pytest.mark.django_db
+def test_a_silicon_file_is_simulated_as_closed_loops_of_its_agg_rows_and_the_rest_listed_with_the_reason(catalog, capsys):
+    """AIConfigurator's layout, detected by its header: each agg row of one tensor-parallel group becomes a closed loop of
+    its concurrency, ten requests a client, compared on the published mean TTFT and TPOT; disaggregated and attention-DP
+    rows are listed with why a simulation request cannot express them."""
+    call_command("simaccuracy", str(SILICON_SAMPLE), "--json")
+    report = json.loads(capsys.readouterr().out)
+    simulated = {v["id"] for v in report["values"]}
+    reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert len(simulated) == 4 and len(reasons) == 4 and report["rows"] == 8
+    assert all("disaggregated" in why or "attention DP" in why for why in reasons.values())
+    assert {(v["metric"], v["percentile"]) for v in report["values"]} == {("ttft", "mean"), ("tpot", "mean")}
+    llama = {v["metric"]: v for v in report["values"] if v["id"].startswith("meta_llama_llama_3_1_8b")}
+    assert llama["ttft"]["measured_s"] == pytest.approx(0.190954, rel=1e-4) and llama["tpot"]["serving_engine_profile"] == "TensorRT-LLM"
+    assert report["summary"]["mean"]["count"] == 8
+
+
+def test_a_range_ratio_draws_a_silicon_rows_lengths_uniformly_below_the_published_ones():
+    from planner.engine.silicon import read_silicon
+    from planner.simulation_accuracy import _lengths, silicon_rows
+
+    rows = silicon_rows(read_silicon(SILICON_SAMPLE.open()), range_ratio=0.8)
+    llama = next(r for r in rows if r["id"].startswith("meta_llama_llama_3_1_8b"))
+    assert (llama["requests"], llama["concurrency"]) == ("80", "8")  # ten requests a client
+    draws = _lengths(llama, "prompt").sample(np.random.default_rng(0), 10_000)
+    assert draws.min() >= 819 and draws.max() <= 1024 and draws.mean() == pytest.approx(921.6, rel=0.01)
+    assert _lengths(silicon_rows(read_silicon(SILICON_SAMPLE.open()))[0], "prompt").kind == "fixed"
+    with pytest.raises(ValueError, match="range_ratio"):
+        silicon_rows([], range_ratio=1.5)
+
+
+@pytest.mark.django_db
+def test_a_range_ratio_is_refused_for_a_file_that_states_its_own_lengths(catalog, tmp_path):
+    from django.core.management.base import CommandError
+
+    path = tmp_path / "p.csv"
+    _write(path, [{**BASE, "id": "poisson", "chip": "H100 SXM 80GB", "arrival": "poisson", "rate_per_s": "4"}])
+    with pytest.raises(CommandError, match="range-ratio"):
+        call_command("simaccuracy", str(path), "--range-ratio", "0.8")
