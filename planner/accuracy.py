@@ -374,11 +374,19 @@ def _silicon_report(
             held_out_rows = []
             for group, mask in cv_folds([r[key] for r in rows]):
                 train = ~mask
-                fold_profiles = fit_profiles(parts.take(train), engines[train])
+                held = {r["id"] for r, m in zip(rows, mask) if m}
+                # The decode-worker priors the fold's training rows publish; where they differ from the whole file's,
+                # the training rows' parts are recomputed with them, so nothing of the held-out rows reaches the fit.
+                fold_workers = silicon.decode_workers_without(held)
+                if fold_workers == silicon.decode_workers:
+                    train_parts, train_engines = parts.take(train), engines[train]
+                else:
+                    trained, _ = silicon.predict(only={r["id"] for r, m in zip(rows, train) if m}, shares=True, decode_workers=fold_workers)
+                    train_parts, train_engines = _parts_of(trained), np.array([r["engine"] for r in trained])
+                fold_profiles = fit_profiles(train_parts, train_engines)
                 if key == "engine":  # the held-out engine has no profile of its own: the pooled one speaks for it
                     fold_profiles.pop(group, None)
-                held = {r["id"] for r, m in zip(rows, mask) if m}
-                predicted, _ = silicon.predict(profiles=fold_profiles, only=held, decode_workers=silicon.decode_workers_without(held))
+                predicted, _ = silicon.predict(profiles=fold_profiles, only=held, decode_workers=fold_workers)
                 held_out_rows += [{k: v for k, v in r.items() if k != "_parts"} for r in predicted]
             report["cv"][label] = summarize(held_out_rows)
             held_out_all += held_out_rows
