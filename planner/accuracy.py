@@ -216,9 +216,18 @@ class _Silicon:
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
         self.decode_workers = published_decode_workers(self.measured)
 
-    def decode_workers_without(self, held: set[str]) -> dict[str, float]:
-        """The decode-worker priors read off every row but the held-out ones (cross-validation)."""
-        return published_decode_workers(row for row in self.measured if row.id not in held)
+    def group_of(self, row, key: str) -> str | None:
+        """The row's engine, chip or model family (CV_GROUPS' keys) as a predicted row names it; None when the
+        catalog does not know its model or chip."""
+        if key == "engine":
+            return ENGINE_NAMES.get(row.engine, row.engine)
+        found = self.chips.get(row.system) if key == "chip" else self.models.get(row.model_path)
+        return None if found is None else (found.slug if key == "chip" else found.family)
+
+    def decode_workers_without(self, key: str, group: str) -> dict[str, float]:
+        """The decode-worker priors read off every row of the file outside the held-out group, predicted or not
+        (cross-validation)."""
+        return published_decode_workers(row for row in self.measured if self.group_of(row, key) != group)
 
     def predict(self, *, profiles=None, only: set[str] | None = None, shares: bool = False,
                 decode_workers: dict[str, float] | None = None) -> tuple[list[dict], list[dict]]:
@@ -377,7 +386,7 @@ def _silicon_report(
                 held = {r["id"] for r, m in zip(rows, mask) if m}
                 # The decode-worker priors the fold's training rows publish; where they differ from the whole file's,
                 # the training rows' parts are recomputed with them, so nothing of the held-out rows reaches the fit.
-                fold_workers = silicon.decode_workers_without(held)
+                fold_workers = silicon.decode_workers_without(key, group)
                 if fold_workers == silicon.decode_workers:
                     train_parts, train_engines = parts.take(train), engines[train]
                 else:

@@ -23,7 +23,8 @@ from typing import Any
 from hwcatalog.models import Chip, ModelArch
 from planner.accuracy import _by_name
 from planner.engine import absolute_percentage_error
-from planner.engine.silicon import is_silicon_layout, read_silicon
+from planner import catalog_specs
+from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
 from planner.engine_profiles import profile_covers, serving_engines
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
@@ -178,7 +179,7 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                 raise ValueError(row["refused"])
             data = _configuration(row, models, chips)
             workload, notes = row_workload(row)
-            notes = data.pop("read_as") + notes + ([row["read_note"]] if row.get("read_note") else [])
+            notes = data.pop("read_as") + notes + (_silicon_layout(row, data) if row.get("layout") else [])
             setup = simulation_setup(data=data, workload=workload)
             result, _ = simulate_setup(setup, workload, slos=Slos(), options=SchedulerOptions())
         except (ValueError, SimulationRefused) as exc:
@@ -212,8 +213,9 @@ def silicon_rows(measured, *, range_ratio: float | None = None) -> list[dict[str
     SILICON_ROUNDS requests a client, its mean TTFT and TPOT the published values to compare. Lengths are fixed, as
     the layout's README states, or with `range_ratio` R drawn uniformly in [R x L, L] (the InferenceX harness's
     --random-range-ratio; its sweeps use 0.8), the reading under which a closed loop's clients drift out of step.
-    A row the simulation request cannot express (disaggregated, attention DP or pipeline parallel workers: a
-    simulation runs replicas of one tensor-parallel group) is kept with the reason it is refused."""
+    A row the simulation request cannot express (disaggregated, attention DP or pipeline parallel workers, as
+    silicon.attention_layout reads the published fields: a simulation runs replicas of one tensor-parallel
+    group) is kept with the reason it is refused."""
     if range_ratio is not None and not 0.0 < range_ratio <= 1.0:
         raise ValueError(f"range_ratio must be in (0, 1], got {range_ratio}")
     rows = []
@@ -225,20 +227,33 @@ def silicon_rows(measured, *, range_ratio: float | None = None) -> list[dict[str
         layout = r.agg
         if layout is None:
             row["refused"] = "disaggregated: not simulated from this layout (many rows publish no worker counts); manage.py accuracy predicts it"
-        elif layout.attention_data_parallel > 1 or layout.pipeline_parallel > 1 or layout.tensor_parallel < 1:
-            row["refused"] = (f"tp {layout.tensor_parallel} x attention DP {layout.attention_data_parallel} x PP {layout.pipeline_parallel}: "
-                              "a simulation runs replicas of one tensor-parallel group")  # fmt: skip
+        elif layout.pipeline_parallel > 1 or layout.tensor_parallel < 1:
+            row["refused"] = f"tp {layout.tensor_parallel} x PP {layout.pipeline_parallel}: a simulation runs replicas of one tensor-parallel group"
         else:
-            row.update(chip_count=str(layout.tensor_parallel), tensor_parallel=str(layout.tensor_parallel))
-            if layout.moe_expert_parallel > 1:
-                row["read_note"] = (f"experts published over moe_ep_size {layout.moe_expert_parallel}: simulated as the request's "
-                                    f"tensor-parallel group of {layout.tensor_parallel} splits them")  # fmt: skip
+            # Read as the closed form reads it once the model and chip are known (_silicon_layout).
+            row.update(layout=layout, chip_count=str(layout.gpus), tensor_parallel=str(layout.tensor_parallel))
         for part, tokens in (("prompt", r.prompt_tokens), ("output", r.output_tokens)):
             row[f"{part}_tokens_mean"], row[f"{part}_tokens_std"] = str(tokens), ""
             if range_ratio is not None and range_ratio < 1.0:
                 row[f"{part}_range"] = f"{range_ratio * tokens!r},{float(tokens)!r}"
         rows.append(row)
     return rows
+
+
+def _silicon_layout(row: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """A silicon row's worker read as `manage.py accuracy` reads it (silicon.attention_layout: a squared expert
+    layout as the node's GPUs, a TP that does not divide the heads as attention DP); set as the simulation's
+    chips and tensor parallelism, or refused where it comes out attention-data-parallel. Returns what was read so."""
+    layout, note = attention_layout(catalog_specs.model_spec(data["model"]), row["layout"], catalog_specs.chip_spec(data["chip"]).node_size)
+    if layout.attention_data_parallel > 1:
+        raise ValueError(f"tp {layout.tensor_parallel} x attention DP {layout.attention_data_parallel}"
+                         f"{' (' + note + ')' if note else ''}: a simulation runs replicas of one tensor-parallel group")  # fmt: skip
+    data.update(chip_count=layout.tensor_parallel, tensor_parallel=layout.tensor_parallel)
+    notes = [note] if note else []
+    if layout.moe_expert_parallel > 1:
+        notes.append(f"experts published over moe_ep_size {layout.moe_expert_parallel}: simulated as the request's tensor-parallel "
+                     f"group of {layout.tensor_parallel} splits them")  # fmt: skip
+    return notes
 
 
 def _median(xs: list[float]) -> float | None:

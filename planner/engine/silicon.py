@@ -14,7 +14,8 @@ into the planner's estimate of each of the two metrics:
   benchmark's first round arriving at once (serving.py, the in-step share).
 A parallel degree published as 0 or empty counts as 1 (a degree that is not used); a prefill
 worker count published empty leaves the pool to be sized as the planner sizes one (enough
-replicas for the highest rate the closed loop can send); tp_size 0 leaves no layout to predict
+replicas for the highest rate the closed loop can send), a decode worker count published empty or 0 is read
+with the median the rows that publish theirs deploy (published_decode_workers); tp_size 0 leaves no layout to predict
 and is refused with that reason. A worker published as one GPU that cannot hold the weights is read
 as a layout not recorded: the narrowest tensor-parallel worker that holds them, with a warning.
 """
@@ -250,8 +251,9 @@ POOLED_ENGINES = "*"
 def published_decode_workers(rows: Iterable[SiliconRow]) -> dict[str, float]:
     """What a disaggregated row that leaves decode_num_workers empty is read as: the median count the
     rows that publish theirs deploy, per engine (by the layout's backend name) where at least
-    MIN_PUBLISHED_WORKERS of its rows publish one, pooled over every engine ("*") otherwise; 1 where no
-    row publishes one. A deployment prior read off the published layouts, not fitted to any error.
+    MIN_PUBLISHED_WORKERS of its rows publish one, pooled over every engine ("*") otherwise; {} where no
+    row publishes one (read as one worker). The lower median of an even number of counts, a count a
+    deployment can have. A deployment prior read off the published layouts, not fitted to any error.
     The dev file: TensorRT-LLM 4 (81 rows: 3, 4, 1, 9 and 5 workers most often), SGLang 1 (56 rows),
     pooled 3 (140 rows). One decode worker holding the whole concurrency, as these rows were read
     before, put up to C sequences where the published twins of 136 of them (the same measurement
@@ -262,21 +264,32 @@ def published_decode_workers(rows: Iterable[SiliconRow]) -> dict[str, float]:
         if row.decode is not None and row.decode.workers:
             counts.setdefault(row.engine, []).append(row.decode.workers)
     every = [n for published in counts.values() for n in published]
-    priors = {POOLED_ENGINES: float(np.median(every)) if every else 1.0}
-    priors.update({engine: float(np.median(n)) for engine, n in counts.items() if len(n) >= MIN_PUBLISHED_WORKERS})
+    if not every:
+        return {}
+    priors = {POOLED_ENGINES: float(_lower_median(every))}
+    priors.update({engine: float(_lower_median(n)) for engine, n in counts.items() if len(n) >= MIN_PUBLISHED_WORKERS})
     return priors
 
 
+def _lower_median(counts: list[int]) -> int:
+    """The median of worker counts, the lower middle one of an even number: a count a deployment can have."""
+    return sorted(counts)[(len(counts) - 1) // 2]
+
+
 def decode_workers_for(row: SiliconRow, priors: dict[str, float] | None) -> tuple[float, str | None]:
-    """The row's decode workers: as published, else its engine's prior (with a note saying so)."""
+    """The row's decode workers: as published, else its engine's prior or the pooled one (with a note saying which)."""
     if row.decode.workers:
         return float(row.decode.workers), None
-    if not priors:
+    if priors is None:
         return 1.0, None
-    workers = max(priors.get(row.engine, priors.get(POOLED_ENGINES, 1.0)), 1.0)
-    note = (f"decode_num_workers is not published: read as {workers:g}, the median of the decode workers the rows that "
-            f"publish theirs deploy (silicon.published_decode_workers)")
-    return workers, note
+    if row.engine in priors:
+        workers, whose = priors[row.engine], f"the median of the {ENGINE_NAMES.get(row.engine, row.engine)} rows that publish theirs"
+    elif POOLED_ENGINES in priors:
+        workers, whose = priors[POOLED_ENGINES], "the median of every engine's rows that publish theirs (too few of this engine's do)"
+    else:
+        workers, whose = 1.0, "no row publishes one: one worker holds the whole concurrency"
+    note = f"decode_num_workers is not published: read as {max(workers, 1.0):g} ({whose}; silicon.published_decode_workers)"
+    return max(workers, 1.0), note
 
 
 def silicon_estimates(
@@ -315,14 +328,15 @@ def silicon_estimates(
     workers, note = decode_workers_for(row, decode_workers)
     per_decode_worker = max(int(np.ceil(row.concurrency / workers)), 1)
     decode = _one(model, chip, row.decode, open_loop, per_decode_worker, dtype, True, calibration, efficiency)
-    if note:
-        decode = dataclasses.replace(decode, warnings=(*decode.warnings, note))
     if isinstance(efficiency, Efficiency):
         base, per_expert_layer = efficiency.request_overhead_s, efficiency.request_overhead_per_expert_layer_s
     else:
         base, per_expert_layer = ((efficiency or {}).get(name, 0.0) for name in ("request_overhead_s", "request_overhead_per_expert_layer_s"))
     overhead = float(model.request_overhead_s(base, per_expert_layer))
-    return {"ttft_s": _queued_prefill(prefill, decode, row, prompts_per_prefill, overhead, workload.in_step_share), "tpot_s": decode}
+    ttft = _queued_prefill(prefill, decode, row, prompts_per_prefill, overhead, workload.in_step_share)
+    if note:  # both metrics rest on the decode workers: TPOT directly, TTFT through the closed loop's rate
+        decode, ttft = (dataclasses.replace(e, warnings=(*e.warnings, note)) for e in (decode, ttft))
+    return {"ttft_s": ttft, "tpot_s": decode}
 
 
 def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch: int, request_overhead_s: float, in_step_share: float) -> Estimate:

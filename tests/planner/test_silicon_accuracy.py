@@ -267,7 +267,7 @@ def test_a_decode_pool_published_without_its_worker_count_is_read_as_the_median_
 
     priors = published_decode_workers(read_silicon(DEV.open()))
     assert priors == {"*": 3.0, "trtllm": 4.0, "sglang": 1.0}
-    assert published_decode_workers([]) == {"*": 1.0}
+    assert published_decode_workers([]) == {}
 
 
 def test_an_unpublished_decode_worker_count_splits_the_concurrency_over_the_prior_and_says_so(catalog):
@@ -289,7 +289,29 @@ def test_an_unpublished_decode_worker_count_splits_the_concurrency_over_the_prio
     read = silicon_estimates(unpublished, model, chip, decode_workers=published_decode_workers(rows))["tpot_s"]
     alone = silicon_estimates(unpublished, model, chip)["tpot_s"]  # without priors: one worker holds all ten
     assert (read.batch, alone.batch) == (3, 10)
-    assert any("decode_num_workers is not published: read as 4" in w for w in read.warnings)
+    assert any("decode_num_workers is not published: read as 4 (the median of the TensorRT-LLM rows" in w for w in read.warnings)
     assert read.tpot_s < alone.tpot_s  # fewer sequences a step touch fewer of the 256 experts
     published = silicon_estimates(twin, model, chip, decode_workers=published_decode_workers(rows))["tpot_s"]
     assert published.batch == 2 and not any("not published" in w for w in published.warnings)
+
+
+def test_a_held_out_group_gives_nothing_to_the_decode_worker_counts_its_fold_reads(catalog):
+    """Cross-validation reads the decode-worker priors off the rows outside the held-out group: with TensorRT-LLM held
+    out only SGLang's 56 published pools and vLLM's 3 remain (median 1), so TensorRT-LLM's unpublished rows take that
+    pooled 1 and decode the whole concurrency on one worker; holding GB200 out leaves TensorRT-LLM's median at 5."""
+    from hwcatalog.models import Chip, ModelArch
+    from planner import catalog_specs
+    from planner.accuracy import _by_name, _Silicon
+    from planner.engine.silicon import silicon_estimates
+
+    silicon = _Silicon(DEV, _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases"), _by_name(Chip.objects.all(), "aliases"), {})
+    assert silicon.decode_workers == {"*": 3.0, "trtllm": 4.0, "sglang": 1.0}
+    without_trtllm = silicon.decode_workers_without("engine", "TensorRT-LLM")
+    assert without_trtllm == {"*": 1.0, "sglang": 1.0}
+    assert silicon.decode_workers_without("chip", "nvidia-gb200")["trtllm"] == 5.0
+    row = next(r for r in silicon.measured if r.id == "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp4_disagg_1024x1024_c10_tp4_0_ep4_0_1152")
+    model = catalog_specs.model_spec(ModelArch.objects.get(slug="deepseek-v3"))
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-b200"))
+    held_out = silicon_estimates(row, model, chip, decode_workers=without_trtllm)
+    assert held_out["tpot_s"].batch == 10
+    assert all(any("every engine's rows that publish theirs" in w for w in e.warnings) for e in held_out.values())
