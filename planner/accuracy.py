@@ -274,6 +274,7 @@ class _Silicon:
                     "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
                     "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
                     "decode_bound": est.decode.bound, "efficiency_source": source or est.efficiency_source,
+                    "warnings": list(est.warnings),  # how the row was read (layout, worker counts) and what the estimate assumed
                     "_parts": _parts(est, predicted, *self.specs[key], self.calibration)
                     | ({"staggered": predict_metric(metric, staggered) if metric == "ttft_s" else predicted,
                         "in_step": predict_metric(metric, in_step) if metric == "ttft_s" else predicted} if shares else {}),

@@ -219,6 +219,8 @@ def test_a_worker_published_as_one_gpu_that_cannot_hold_the_weights_is_read_as_t
     report = json.loads(capsys.readouterr().out)
     assert report["unpredicted"] == [] and {r["metric"] for r in report["rows"]} == {"ttft_s", "tpot_s"}
     assert {r["tensor_parallel"] for r in report["rows"]} == {4}
+    # accuracy --json says how each row was read
+    assert all(any("read as not recorded" in w for w in r["warnings"]) for r in report["rows"])
     from hwcatalog.models import Chip, ModelArch
     from planner import catalog_specs
     from planner.engine.silicon import silicon_estimates
