@@ -27,7 +27,7 @@ from planner.engine.family_fit import (
     save_family_profiles,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
-from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands
+from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands, serving_of
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -319,9 +319,9 @@ def _interval_check(rows: list[dict]) -> dict[str, Any]:
     for r in rows:
         # A band per serving engine describes predictions made with that engine's fitted profile.
         engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
-        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=stored) if stored else None
+        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=stored, serving=serving_of(r)) if stored else None
         r["interval"] = [band.low, band.high] if band else None
-    out: dict[str, Any] = {"coverage_in_sample": coverage(rows) if stored else None, "coverage_cv": {}}
+    out: dict[str, Any] = {"coverage_in_sample": coverage(rows) if stored else None, "coverage_cv": {}, "coverage_cv_by_serving": {}}
     for label, key in CV_GROUPS:
         held = []
         for group, mask in cv_folds([r[key] for r in rows]):
@@ -329,9 +329,11 @@ def _interval_check(rows: list[dict]) -> dict[str, Any]:
             for r, m in zip(rows, mask):
                 if m:
                     engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
-                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=bands)
+                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=bands, serving=serving_of(r))
                     held.append({**r, "interval": [band.low, band.high] if band else None})
         out["coverage_cv"][label] = coverage(held)
+        modes = sorted({serving_of(r) for r in held})
+        out["coverage_cv_by_serving"][label] = {mode: coverage(r for r in held if serving_of(r) == mode) for mode in modes}
     return out
 
 
@@ -437,7 +439,11 @@ def format_report(report: dict[str, Any]) -> str:
                      f"against its configuration's geometric mean, the least error any prediction can have on them: MdAPE {floors}")  # fmt: skip
     intervals = report.get("intervals")
     if intervals:
-        cv = "  ".join(f"leave one {k} out {v * 100:.0f}%" for k, v in intervals["coverage_cv"].items())
+        def by_serving(k):
+            modes = intervals.get("coverage_cv_by_serving", {}).get(k, {})
+            return f" ({', '.join(f'{m} {c * 100:.0f}%' for m, c in modes.items())})" if len(modes) > 1 else ""
+
+        cv = "  ".join(f"leave one {k} out {v * 100:.0f}%{by_serving(k)}" for k, v in intervals["coverage_cv"].items())
         lines.append(f"80% intervals cover the measured value: {cv}")
     for label, stats in report.get("cv", {}).items():
         by_metric = "  ".join(f"{m} {v['mdape']:.1f}% (n={v['count']})" for m, v in stats["by_metric"].items())

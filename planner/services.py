@@ -35,7 +35,7 @@ from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
-from planner.engine.uncertainty import BAND_OF, interval, load_bands
+from planner.engine.uncertainty import BAND_OF, COLOCATED, DISAGGREGATED, interval, load_bands
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
@@ -129,23 +129,31 @@ def error_bands():
     return load_bands(ERROR_BANDS)
 
 
-def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engine: str | None = None) -> dict[str, Any]:
+def serving_mode(disaggregated: bool) -> str:
+    return DISAGGREGATED if disaggregated else COLOCATED
+
+
+def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engine: str | None = None, disaggregated: bool = False) -> dict[str, Any]:
     """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
     (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the serving engine's fitted
-    profile where the answer names one, else the spec defaults' for the chip kind over every engine."""
+    profile where the answer names one, else the spec defaults' for the chip kind over every engine; of
+    predictions served the same way (colocated, or prefill disaggregated)."""
     out = {}
     for figure in BAND_OF:
-        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=error_bands())
+        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=error_bands(),
+                        serving=serving_mode(disaggregated))  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
 
 
 def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
-    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind and
-    serving engine; chips and engines per chip index of the search)."""
+    """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind, serving
+    engine and serving mode; chips and engines per chip index of the search)."""
+    serving = serving_mode(result.results.context.disaggregated)
     factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands())) else 1.0)
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands(),
+                                        serving=serving)) else 1.0)
         for c, e in zip(chips, engines)
     ])  # fmt: skip
     return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
@@ -223,7 +231,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
-    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine))
+    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine, disaggregated=data["disaggregated"]))
     return out
 
 
@@ -299,7 +307,8 @@ def _row(
     layout = result.results.context.model.weight_layout(est.weight_dtype)
     row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
-    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine))
+    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine,
+                                                      disaggregated=result.results.context.disaggregated))  # fmt: skip
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
     row["candidate_index"] = int(i)
     return row

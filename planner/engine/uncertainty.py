@@ -2,9 +2,11 @@
 
 An interval says how wrong comparable predictions were when their group was held out: the 10th
 and 90th percentiles of log(measured / predicted) over held-out values of the same metric, chip
-kind and serving engine (falling back to the metric and chip kind, then the metric alone, when a
-group has too few values). A chip kind or engine with no measurement behind it gets the widest
-band of that metric, widened by half again, and says so.
+kind, serving engine and serving mode (colocated, or prefill disaggregated onto its own workers,
+whose TTFT rides on a transfer and a prefill pool that colocated serving has not). A group with too
+few values falls back to the same mode over every engine, then to every mode of the engine, then to
+every engine and mode of the chip kind, then to the metric alone. A chip kind or engine with no
+measurement behind it gets the widest band of that metric, widened by half again, and says so.
 
 Derived metrics carry the band of the one they come from: tokens/s per user is 1 / TPOT, total
 tokens/s and $/1M output tokens scale with TPOT at a fixed batch, so their bands are TPOT's (the
@@ -24,6 +26,10 @@ import numpy as np
 LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
 MIN_VALUES = 30
 UNKNOWN_WIDENING = 1.5
+ANY = "*"
+COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
+# A measured row's `mode` (the silicon layout's agg / disagg) as a serving mode.
+SERVING_OF_MODE = {"agg": COLOCATED, "disagg": DISAGGREGATED}
 # The metric whose band each reported figure borrows, and whether it runs inversely.
 BAND_OF = {
     "ttft_s": ("ttft_s", False),
@@ -42,6 +48,7 @@ class ErrorBand:
     low_log_ratio: float  # 10th percentile of log(measured / predicted)
     high_log_ratio: float
     values: int
+    serving: str = ANY  # COLOCATED | DISAGGREGATED | ANY (bands stored before the mode was kept are ANY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,40 +58,54 @@ class Interval:
     basis: str  # which errors it rests on, in words
 
 
+def serving_of(row: Mapping) -> str:
+    """A row's serving mode: its `serving`, else read from its `mode` (agg / disagg), else ANY."""
+    return row.get("serving") or SERVING_OF_MODE.get(row.get("mode") or "", ANY)
+
+
 def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = True) -> tuple[ErrorBand, ...]:
-    """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted; per
-    serving engine (engines) and over every engine ("*", pooled)."""
-    groups: dict[tuple[str, str, str], list[float]] = {}
+    """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted (and a serving
+    mode or a `mode`, where known); per serving engine (engines) and over every engine ("*", pooled), each for
+    the row's serving mode and over every mode."""
+    groups: dict[tuple[str, str, str, str], list[float]] = {}
     for r in rows:
         ratio = math.log(float(r["measured"]) / float(r["predicted"]))
-        keys = [(r["metric"], r["chip_kind"], r["engine"])] if engines else []
-        keys += [(r["metric"], r["chip_kind"], "*"), (r["metric"], "*", "*")] if pooled else []
+        scopes = [(r["chip_kind"], r["engine"])] if engines else []
+        scopes += [(r["chip_kind"], ANY)] if pooled else []
+        modes = {serving_of(r), ANY}
+        keys = [(r["metric"], kind, engine, mode) for kind, engine in scopes for mode in modes]
+        keys += [(r["metric"], ANY, ANY, ANY)] if pooled else []
         for key in keys:
             groups.setdefault(key, []).append(ratio)
     bands = []
-    for (metric, kind, engine), ratios in sorted(groups.items()):
-        if len(ratios) >= MIN_VALUES or (kind, engine) == ("*", "*"):
+    for (metric, kind, engine, serving), ratios in sorted(groups.items()):
+        if len(ratios) >= MIN_VALUES or (kind, engine, serving) == (ANY, ANY, ANY):
             low, high = np.quantile(ratios, [LOW_QUANTILE, HIGH_QUANTILE])
-            bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=engine, low_log_ratio=float(low),
+            bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=engine, serving=serving, low_log_ratio=float(low),
                                    high_log_ratio=float(high), values=len(ratios)))  # fmt: skip
     return tuple(bands)
 
 
-def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str) -> tuple[ErrorBand | None, bool]:
-    by_key = {(b.metric, b.chip_kind, b.engine): b for b in bands}
-    for key in ((metric, chip_kind, engine), (metric, chip_kind, "*")):
+def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str, serving: str) -> tuple[ErrorBand | None, bool]:
+    by_key = {(b.metric, b.chip_kind, b.engine, b.serving): b for b in bands}
+    # The serving mode before the engine: a disaggregated deployment's errors are more like another engine's
+    # disaggregated ones than like its own engine's colocated ones.
+    for key in ((metric, chip_kind, engine, serving), (metric, chip_kind, ANY, serving), (metric, chip_kind, engine, ANY),
+                (metric, chip_kind, ANY, ANY)):  # fmt: skip
         if key in by_key:
             return by_key[key], True
-    return by_key.get((metric, "*", "*")), False
+    return by_key.get((metric, ANY, ANY, ANY)), False
 
 
-def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: str, bands: Iterable[ErrorBand]) -> Interval | None:
-    """The 80% interval around `predicted` for a reported figure (a key of BAND_OF)."""
+def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: str, bands: Iterable[ErrorBand],
+             serving: str = ANY) -> Interval | None:  # fmt: skip
+    """The 80% interval around `predicted` for a reported figure (a key of BAND_OF), served colocated or
+    disaggregated (`serving`; ANY: either)."""
     if predicted is None or not math.isfinite(predicted) or figure not in BAND_OF:
         return None
     metric, inverse = BAND_OF[figure]
     bands = tuple(bands)
-    band, comparable = _lookup(bands, metric, chip_kind, engine)
+    band, comparable = _lookup(bands, metric, chip_kind, engine, serving)
     if band is None:
         return None
     low, high = band.low_log_ratio, band.high_log_ratio
@@ -101,8 +122,9 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
 
 
 def _scope(band: ErrorBand) -> str:
-    kind = "any chip" if band.chip_kind == "*" else f"{band.chip_kind} chips"
-    return kind if band.engine == "*" else f"{kind} with {band.engine}"
+    kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
+    scope = kind if band.engine == ANY else f"{kind} with {band.engine}"
+    return scope if band.serving == ANY else f"{scope}, {band.serving}"
 
 
 def coverage(rows: Iterable[Mapping]) -> float:

@@ -45,3 +45,37 @@ def test_a_group_with_few_values_falls_back_and_an_unmeasured_kind_gets_the_wide
 def test_coverage_counts_the_measured_values_inside_their_intervals():
     rows = [{"measured": 1.0, "interval": [0.5, 2.0]}, {"measured": 3.0, "interval": [0.5, 2.0]}, {"measured": 1.0, "interval": None}]
     assert coverage(rows) == 0.5
+
+
+def test_disaggregated_predictions_get_the_band_of_disaggregated_errors_and_colocated_ones_their_own():
+    narrow = [{**r, "mode": "agg"} for r in _rows("ttft_s", "gpu", "SGLang", RATIOS)]
+    wide = [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "SGLang", RATIOS**3)]
+    bands = bands_from(narrow + wide)
+    colocated = interval(1.0, "ttft_s", chip_kind="gpu", engine="SGLang", bands=bands, serving="colocated")
+    disaggregated = interval(1.0, "ttft_s", chip_kind="gpu", engine="SGLang", bands=bands, serving="disaggregated")
+    assert (math.log(colocated.low), math.log(colocated.high)) == pytest.approx((-0.4, 0.4))
+    assert (math.log(disaggregated.low), math.log(disaggregated.high)) == pytest.approx((-1.2, 1.2))
+    assert disaggregated.basis == "101 held-out ttft_s errors on gpu chips with SGLang, disaggregated"
+    # A prediction that does not say how it is served takes the band over both.
+    either = interval(1.0, "ttft_s", chip_kind="gpu", engine="SGLang", bands=bands)
+    assert colocated.high < either.high < disaggregated.high
+
+
+def test_an_engine_with_few_disaggregated_values_borrows_the_other_engines_disaggregated_band_before_its_own_colocated_one():
+    rows = [{**r, "mode": "agg"} for r in _rows("ttft_s", "gpu", "vLLM", RATIOS)]
+    rows += [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "vLLM", RATIOS[:3] ** 3)]
+    rows += [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "SGLang", RATIOS**3)]
+    got = interval(1.0, "ttft_s", chip_kind="gpu", engine="vLLM", bands=bands_from(rows), serving="disaggregated")
+    assert got.basis == "104 held-out ttft_s errors on gpu chips, disaggregated"
+
+
+def test_a_band_stored_before_serving_modes_were_kept_reads_as_either_mode(tmp_path):
+    from planner.engine.uncertainty import load_bands
+
+    path = tmp_path / "bands.json"
+    path.write_text('{"source": "", "bands": [{"metric": "tpot_s", "chip_kind": "gpu", "engine": "*", "low_log_ratio": -0.1, '
+                    '"high_log_ratio": 0.2, "values": 40}]}')  # fmt: skip
+    (band,) = load_bands(path)
+    assert band.serving == "*"
+    got = interval(1.0, "tpot_s", chip_kind="gpu", engine="*", bands=[band], serving="disaggregated")
+    assert got.high == pytest.approx(math.exp(0.2))
