@@ -162,3 +162,32 @@ def test_the_fleet_peak_counts_every_row_in_the_same_slot():
     day = Horizon(shape=(1.0, 1.0))
     assert report.fleet_peak(solution, day, lambda a: 1.0) == [4]  # slot 1: 1 + 3 (not 1 + 3 + 2)
     assert report.fleet_peak(solution, day, lambda a: chips[a.candidate]) == [10]  # slot 2: 2 + 8
+
+
+_CANDIDATE_ORDER = """
+from planner.engine.bench import _model, synthetic_chips
+from planner.engine.fleet.bench import bench_classes
+from planner.engine.fleet.candidates import class_candidates
+from planner.engine.search import SearchOptions
+from planner.engine.specs import OfferingSpec
+chips = synthetic_chips(12)
+offerings = {c.slug: (OfferingSpec(slug=c.slug + "-od", pricing_model="on_demand", usd_per_chip_hour=0.5 + i / 20),) for i, c in enumerate(chips)}
+found = class_candidates(_model("m", 8.03e9, 32, 4096, 32, 8), chips, offerings, bench_classes(1)[0], 0, SearchOptions(max_chip_count=4),
+                         catalog_slugs=[c.slug for c in chips], throughput_low_ratio=[0.8] * len(chips), keep=2)
+print([(c.chip_slug, c.chips, c.offering_slug) for c in found.candidates])
+"""
+
+
+def test_a_class_lists_its_candidates_in_the_same_order_in_every_process():
+    # The program's columns follow this list, and the solver stops within its gap at a plan that depends on their
+    # order: a list built by iterating a set of chip names changed with each process's hash seed.
+    import os
+    import subprocess
+    import sys
+
+    def listed(seed: str) -> str:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        return subprocess.run([sys.executable, "-c", _CANDIDATE_ORDER], env=env, capture_output=True, text=True, check=True).stdout
+
+    first = listed("1")
+    assert first.startswith("[(") and all(listed(seed) == first for seed in ("2", "3", "4"))
