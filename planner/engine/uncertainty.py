@@ -112,10 +112,15 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
     if comparable:
         basis = f"{band.values} held-out {metric} errors on {_scope(band)}"
     else:
-        widest = max((b for b in bands if b.metric == metric), key=lambda b: b.high_log_ratio - b.low_log_ratio)
+        # The widest band of predictions served the same way (a disaggregated band's spread is the transfer's and
+        # the prefill pool's, not the unmeasured chip's), else of either way.
+        of_metric = [b for b in bands if b.metric == metric]
+        alike = [b for b in of_metric if b.serving == serving] or [b for b in of_metric if b.serving == ANY] or of_metric
+        widest = max(alike, key=lambda b: b.high_log_ratio - b.low_log_ratio)
         centre, half = (widest.low_log_ratio + widest.high_log_ratio) / 2, (widest.high_log_ratio - widest.low_log_ratio) / 2
         low, high = centre - UNKNOWN_WIDENING * half, centre + UNKNOWN_WIDENING * half
-        basis = f"no measurement of a {chip_kind} chip on {engine}: the widest {metric} band, widened by half"
+        served = "" if widest.serving == ANY else f" of {widest.serving} predictions"
+        basis = f"no measurement of a {chip_kind} chip on {engine}: the widest {metric} band{served}, widened by half"
     if inverse:
         low, high = -high, -low
     return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)

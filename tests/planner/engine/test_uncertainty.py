@@ -79,3 +79,14 @@ def test_a_band_stored_before_serving_modes_were_kept_reads_as_either_mode(tmp_p
     assert band.serving == "*"
     got = interval(1.0, "tpot_s", chip_kind="gpu", engine="*", bands=[band], serving="disaggregated")
     assert got.high == pytest.approx(math.exp(0.2))
+
+
+def test_an_unmeasured_chip_kind_widens_the_widest_band_of_predictions_served_the_same_way():
+    rows = [{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)]
+    rows += [{**r, "mode": "disagg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS**4)]
+    bands = bands_from(rows)
+    colocated = interval(1.0, "tpot_s", chip_kind="tpu", engine="JetStream", bands=bands, serving="colocated")
+    assert colocated.basis == "no measurement of a tpu chip on JetStream: the widest tpot_s band of colocated predictions, widened by half"
+    assert (math.log(colocated.low), math.log(colocated.high)) == pytest.approx((-0.6, 0.6))
+    disaggregated = interval(1.0, "tpot_s", chip_kind="tpu", engine="JetStream", bands=bands, serving="disaggregated")
+    assert (math.log(disaggregated.low), math.log(disaggregated.high)) == pytest.approx((-2.4, 2.4))
