@@ -288,8 +288,8 @@ def decode_workers_for(row: SiliconRow, priors: dict[str, float] | None) -> tupl
         workers, whose = priors[POOLED_ENGINES], "the median of every engine's rows that publish theirs (too few of this engine's do)"
     else:
         workers, whose = 1.0, "no row publishes one: one worker holds the whole concurrency"
-    note = f"decode_num_workers is not published: read as {max(workers, 1.0):g} ({whose}; silicon.published_decode_workers)"
-    return max(workers, 1.0), note
+    workers = max(workers, 1.0)
+    return workers, f"decode_num_workers is not published: read as {workers:g} ({whose}; silicon.published_decode_workers)"
 
 
 def silicon_estimates(

@@ -3,10 +3,12 @@
 An interval says how wrong comparable predictions were when their group was held out: the 10th
 and 90th percentiles of log(measured / predicted) over held-out values of the same metric, chip
 kind, serving engine and serving mode (colocated, or prefill disaggregated onto its own workers,
-whose TTFT rides on a transfer and a prefill pool that colocated serving has not). A group with too
-few values falls back to the same mode over every engine, then to every mode of the engine, then to
-every engine and mode of the chip kind, then to the metric alone. A chip kind or engine with no
-measurement behind it gets the widest band of that metric, widened by half again, and says so.
+whose TTFT rides on a transfer and a prefill pool that colocated serving has not). A prediction made
+with a serving engine's fitted profile whose group has too few values falls back to the fitted
+profiles of every engine in the same mode, then to its engine over both modes, then to every
+engine's fitted profile over both modes; any prediction last to the spec defaults' band of its chip
+kind, in its mode, then over both. A chip kind with no measurement behind it gets the envelope of
+every band of its metric and mode, widened by half again, and says so.
 
 Derived metrics carry the band of the one they come from: tokens/s per user is 1 / TPOT, total
 tokens/s and $/1M output tokens scale with TPOT at a fixed batch, so their bands are TPOT's (the
@@ -27,6 +29,8 @@ LOW_QUANTILE, HIGH_QUANTILE = 0.10, 0.90
 MIN_VALUES = 30
 UNKNOWN_WIDENING = 1.5
 ANY = "*"
+# The engine of a band pooled over every serving engine's fitted-profile predictions (engine ANY: the spec defaults').
+FITTED = "+"
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 # A measured row's `mode` (the silicon layout's agg / disagg) as a serving mode.
 SERVING_OF_MODE = {"agg": COLOCATED, "disagg": DISAGGREGATED}
@@ -65,12 +69,12 @@ def serving_of(row: Mapping) -> str:
 
 def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = True) -> tuple[ErrorBand, ...]:
     """Bands from held-out predictions: rows with metric, chip_kind, engine, measured, predicted (and a serving
-    mode or a `mode`, where known); per serving engine (engines) and over every engine ("*", pooled), each for
-    the row's serving mode and over every mode."""
+    mode or a `mode`, where known); per serving engine and over every engine's (FITTED) where `engines`, over
+    every engine ("*") where `pooled`, each for the row's serving mode and over both modes."""
     groups: dict[tuple[str, str, str, str], list[float]] = {}
     for r in rows:
         ratio = math.log(float(r["measured"]) / float(r["predicted"]))
-        scopes = [(r["chip_kind"], r["engine"])] if engines else []
+        scopes = [(r["chip_kind"], r["engine"]), (r["chip_kind"], FITTED)] if engines else []
         scopes += [(r["chip_kind"], ANY)] if pooled else []
         modes = {serving_of(r), ANY}
         keys = [(r["metric"], kind, engine, mode) for kind, engine in scopes for mode in modes]
@@ -88,12 +92,13 @@ def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = 
 
 def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str, serving: str) -> tuple[ErrorBand | None, bool]:
     by_key = {(b.metric, b.chip_kind, b.engine, b.serving): b for b in bands}
-    # The serving mode before the engine: a disaggregated deployment's errors are more like another engine's
-    # disaggregated ones than like its own engine's colocated ones.
-    for key in ((metric, chip_kind, engine, serving), (metric, chip_kind, ANY, serving), (metric, chip_kind, engine, ANY),
-                (metric, chip_kind, ANY, ANY)):  # fmt: skip
-        if key in by_key:
-            return by_key[key], True
+    # A fitted profile's prediction keeps to fitted profiles' errors, the serving mode before the engine: a
+    # disaggregated deployment's errors are more like another engine's disaggregated ones than like its own
+    # engine's colocated ones. The spec defaults' bands (engine ANY) come last.
+    fitted = [(engine, serving), (FITTED, serving), (engine, ANY), (FITTED, ANY)] if engine not in (ANY, FITTED) else []
+    for scope in (*fitted, (ANY, serving), (ANY, ANY)):
+        if (metric, chip_kind, *scope) in by_key:
+            return by_key[(metric, chip_kind, *scope)], True
     return by_key.get((metric, ANY, ANY, ANY)), False
 
 
@@ -111,16 +116,19 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
     low, high = band.low_log_ratio, band.high_log_ratio
     if comparable:
         basis = f"{band.values} held-out {metric} errors on {_scope(band)}"
+        if serving != ANY and band.serving == ANY:
+            basis += f" (too few {serving} ones: both serving modes)"
     else:
-        # The widest band of predictions served the same way (a disaggregated band's spread is the transfer's and
-        # the prefill pool's, not the unmeasured chip's), else of either way.
+        # Every band of predictions served the same way (a disaggregated band's spread is the transfer's and the
+        # prefill pool's, not the unmeasured chip's), else of either way: the envelope of them all, so that an
+        # unmeasured chip is never less uncertain than a measured one.
         of_metric = [b for b in bands if b.metric == metric]
         alike = [b for b in of_metric if b.serving == serving] or [b for b in of_metric if b.serving == ANY] or of_metric
-        widest = max(alike, key=lambda b: b.high_log_ratio - b.low_log_ratio)
-        centre, half = (widest.low_log_ratio + widest.high_log_ratio) / 2, (widest.high_log_ratio - widest.low_log_ratio) / 2
+        lowest, highest = min(b.low_log_ratio for b in alike), max(b.high_log_ratio for b in alike)
+        centre, half = (lowest + highest) / 2, (highest - lowest) / 2
         low, high = centre - UNKNOWN_WIDENING * half, centre + UNKNOWN_WIDENING * half
-        served = "" if widest.serving == ANY else f" of {widest.serving} predictions"
-        basis = f"no measurement of a {chip_kind} chip on {engine}: the widest {metric} band{served}, widened by half"
+        served = "" if alike[0].serving == ANY else f" of {alike[0].serving} predictions"
+        basis = f"no measurement of a {chip_kind} chip on {engine}: every {metric} band{served}, their span widened by half"
     if inverse:
         low, high = -high, -low
     return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)
@@ -128,7 +136,7 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
 
 def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
-    scope = kind if band.engine == ANY else f"{kind} with {band.engine}"
+    scope = kind if band.engine == ANY else f"{kind} with {'every serving engine' if band.engine == FITTED else band.engine}"
     return scope if band.serving == ANY else f"{scope}, {band.serving}"
 
 

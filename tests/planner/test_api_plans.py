@@ -129,6 +129,17 @@ def test_a_plan_naming_a_serving_engine_searches_the_gpus_its_profile_covers(cat
     assert refused.status_code == 400 and "NVIDIA GPUs only" in str(refused.json())
 
 
+def test_a_disaggregated_plans_rows_carry_the_intervals_of_disaggregated_predictions(catalog, token_client):
+    body = {**CHAT_70B, "serving_engine": "vLLM", "disaggregated": True}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    split = response.json()["results"]["ranked"]
+    # vLLM publishes too few disaggregated values of its own: every engine's fitted disaggregated errors stand in.
+    assert split and all(r["intervals"]["ttft_s"]["basis"].endswith("with every serving engine, disaggregated") for r in split)
+    colocated = token_client.post("/api/v1/plans/", {**body, "disaggregated": False}, format="json").json()["results"]["ranked"]
+    assert colocated and all(r["intervals"]["ttft_s"]["basis"].endswith("with vLLM, colocated") for r in colocated)
+
+
 def test_a_plan_searches_every_serving_engine_on_the_gpus_their_profiles_cover_unless_it_names_one(catalog, token_client):
     plan = token_client.post("/api/v1/plans/", CHAT_70B, format="json").json()
     rows = plan["results"]["ranked"] + [g["example_configuration"] for g in plan["results"]["infeasible"]]

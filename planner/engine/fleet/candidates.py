@@ -124,9 +124,9 @@ def class_candidates(
         if c.chip_slug not in seen:
             seen.add(c.chip_slug)
             keep_rows.append(c)
-    # The smallest step of each chip too: a small class (or the last replicas of a big one) may want it. In the
-    # chips' order, not the set's: the program's columns follow this list, and a set of strings iterates in an order
-    # that changes with each process's hash seed, which moved the solver to another plan within its gap.
+    # The smallest step of each chip too: a small class (or the last replicas of a big one) may want it. By slug, not
+    # in the set's order: the program's columns follow this list, and a set of strings iterates in an order that
+    # changes with each process's hash seed, which moved the solver to another plan within its gap.
     for slug in sorted(seen):
         smallest = min((c for c in ranked if c.chip_slug == slug), key=lambda c: (c.usd_per_hour, c.usd_per_request_capacity))
         if smallest not in keep_rows:

@@ -34,7 +34,7 @@ def test_throughput_borrows_the_tpot_band_inverted():
 
 def test_a_group_with_few_values_falls_back_and_an_unmeasured_kind_gets_the_widest_band_widened():
     bands = bands_from(_rows("ttft_s", "gpu", "SGLang", RATIOS[:10]) + _rows("ttft_s", "gpu", "vLLM", RATIOS))
-    assert {(b.chip_kind, b.engine) for b in bands} == {("gpu", "vLLM"), ("gpu", "*"), ("*", "*")}
+    assert {(b.chip_kind, b.engine) for b in bands} == {("gpu", "vLLM"), ("gpu", "+"), ("gpu", "*"), ("*", "*")}
     sglang = interval(1.0, "ttft_s", chip_kind="gpu", engine="SGLang", bands=bands)
     assert "gpu chips" in sglang.basis and "SGLang" not in sglang.basis
     tpu = interval(1.0, "ttft_s", chip_kind="tpu", engine="JetStream", bands=bands)
@@ -66,7 +66,7 @@ def test_an_engine_with_few_disaggregated_values_borrows_the_other_engines_disag
     rows += [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "vLLM", RATIOS[:3] ** 3)]
     rows += [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "SGLang", RATIOS**3)]
     got = interval(1.0, "ttft_s", chip_kind="gpu", engine="vLLM", bands=bands_from(rows), serving="disaggregated")
-    assert got.basis == "104 held-out ttft_s errors on gpu chips, disaggregated"
+    assert got.basis == "104 held-out ttft_s errors on gpu chips with every serving engine, disaggregated"
 
 
 def test_a_band_stored_before_serving_modes_were_kept_reads_as_either_mode(tmp_path):
@@ -86,7 +86,38 @@ def test_an_unmeasured_chip_kind_widens_the_widest_band_of_predictions_served_th
     rows += [{**r, "mode": "disagg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS**4)]
     bands = bands_from(rows)
     colocated = interval(1.0, "tpot_s", chip_kind="tpu", engine="JetStream", bands=bands, serving="colocated")
-    assert colocated.basis == "no measurement of a tpu chip on JetStream: the widest tpot_s band of colocated predictions, widened by half"
+    assert colocated.basis == "no measurement of a tpu chip on JetStream: every tpot_s band of colocated predictions, their span widened by half"
     assert (math.log(colocated.low), math.log(colocated.high)) == pytest.approx((-0.6, 0.6))
     disaggregated = interval(1.0, "tpot_s", chip_kind="tpu", engine="JetStream", bands=bands, serving="disaggregated")
     assert (math.log(disaggregated.low), math.log(disaggregated.high)) == pytest.approx((-2.4, 2.4))
+
+
+def test_an_unmeasured_chip_kind_is_never_less_uncertain_than_a_measured_one():
+    # Spec-default errors sit above the prediction, fitted ones around it: the unmeasured kind spans both.
+    spec = [{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS * math.exp(0.6))]
+    fitted = [{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)]
+    bands = bands_from(spec, engines=False) + bands_from(fitted, pooled=False)
+    unmeasured = interval(1.0, "tpot_s", chip_kind="tpu", engine="*", bands=bands, serving="colocated")
+    for band in bands:
+        assert unmeasured.low < math.exp(band.low_log_ratio) and math.exp(band.high_log_ratio) < unmeasured.high, band
+
+
+def test_a_fitted_profiles_prediction_keeps_to_fitted_profiles_errors_before_the_spec_defaults():
+    # As the stored file is built (accuracy.write_error_bands): engine "*" bands from spec-default predictions,
+    # engine bands from the fitted profiles' held-out ones. vLLM has too few disaggregated values of its own.
+    spec = [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "vLLM", RATIOS * math.exp(2.0))]
+    fitted = [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "vLLM", RATIOS[:5])]
+    fitted += [{**r, "mode": "disagg"} for r in _rows("ttft_s", "gpu", "SGLang", RATIOS)]
+    bands = bands_from(spec, engines=False) + bands_from(fitted, pooled=False)
+    vllm = interval(1.0, "ttft_s", chip_kind="gpu", engine="vLLM", bands=bands, serving="disaggregated")
+    assert vllm.basis == "106 held-out ttft_s errors on gpu chips with every serving engine, disaggregated"
+    assert vllm.low < 1.0 < vllm.high
+    # A prediction at the spec defaults (no engine) takes the spec defaults' band.
+    bare = interval(1.0, "ttft_s", chip_kind="gpu", engine="*", bands=bands, serving="disaggregated")
+    assert bare.basis == "101 held-out ttft_s errors on gpu chips, disaggregated" and bare.low > 1.0
+
+
+def test_a_band_over_both_modes_says_so_when_a_mode_was_asked_for():
+    bands = bands_from([{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)])
+    got = interval(1.0, "tpot_s", chip_kind="gpu", engine="vLLM", bands=[b for b in bands if b.serving == "*"], serving="disaggregated")
+    assert got.basis == "101 held-out tpot_s errors on gpu chips with vLLM (too few disaggregated ones: both serving modes)"
