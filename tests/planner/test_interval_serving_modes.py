@@ -1,0 +1,47 @@
+"""The pessimistic plan ranking and a fleet's pessimistic capacity take the band of how the deployment is served
+(colocated or disaggregated), as the rows' own intervals do (planner/engine/uncertainty.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from planner import fleet_services, services
+from planner.engine.uncertainty import ErrorBand
+
+# Fitted vLLM errors on GPUs: TPOT within 20% when colocated, within a factor of two when disaggregated.
+BANDS = (
+    ErrorBand(metric="tpot_s", chip_kind="gpu", engine="vLLM", serving="colocated", low_log_ratio=-0.2, high_log_ratio=0.2, values=100),
+    ErrorBand(metric="tpot_s", chip_kind="gpu", engine="vLLM", serving="disaggregated", low_log_ratio=-0.7, high_log_ratio=0.7, values=100),
+    ErrorBand(metric="tpot_s", chip_kind="*", engine="*", serving="*", low_log_ratio=-0.3, high_log_ratio=0.3, values=200),
+)
+
+
+@pytest.fixture(autouse=True)
+def bands(monkeypatch):
+    monkeypatch.setattr(services, "error_bands", lambda: BANDS)
+    monkeypatch.setattr(fleet_services, "error_bands", lambda: BANDS)
+
+
+def _search_result(disaggregated: bool):
+    return SimpleNamespace(
+        usd_per_million_output_tokens=np.array([1.0, 2.0]),
+        results=SimpleNamespace(context=SimpleNamespace(disaggregated=disaggregated), grid=SimpleNamespace(chip_index=np.array([0, 0]))),
+    )
+
+
+@pytest.mark.parametrize(("disaggregated", "high"), [(False, 0.2), (True, 0.7)])
+def test_the_pessimistic_cost_is_the_high_end_of_the_band_of_how_the_plan_is_served(disaggregated, high):
+    chip = SimpleNamespace(kind="gpu")
+    cost = services._pessimistic_cost(_search_result(disaggregated), [chip], ["vLLM"])
+    assert cost == pytest.approx(np.array([1.0, 2.0]) * np.exp(high))
+
+
+@pytest.mark.parametrize(("disaggregated", "low"), [(False, -0.2), (True, -0.7)])
+def test_a_fleets_pessimistic_capacity_is_the_low_end_of_the_band_of_how_it_is_served(disaggregated, low):
+    search = SimpleNamespace(chips=[SimpleNamespace(slug="nvidia-h100-sxm", kind="gpu")],
+                             specs=[SimpleNamespace(slug="nvidia-h100-sxm@vLLM")],
+                             options=SimpleNamespace(disaggregated=disaggregated))  # fmt: skip
+    assert fleet_services._throughput_low_ratios(search) == pytest.approx([np.exp(low)])
