@@ -311,26 +311,27 @@ CV_GROUPS = (("engine", "engine"), ("chip", "chip"), ("model family", "family"))
 ERROR_BANDS = Path(__file__).resolve().parent / "data" / "error_bands.json"
 
 
+def _row_interval(r: dict, bands) -> list[float] | None:
+    """A predicted row's 80% interval [low, high]: the band of its engine's fitted profile where it was predicted
+    with one (else the spec defaults'), its chip kind and its serving mode."""
+    engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
+    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=bands, serving=serving_of(r))
+    return [band.low, band.high] if band else None
+
+
 def _interval_check(rows: list[dict]) -> dict[str, Any]:
     """80% intervals for the spec-default predictions the planner serves: each row gets the interval the
     stored bands (planner/data/error_bands.json) give it, and for each grouping the bands are rebuilt
     without the held-out group to measure how often they cover its values."""
     stored = load_bands(ERROR_BANDS)
     for r in rows:
-        # A band per serving engine describes predictions made with that engine's fitted profile.
-        engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
-        band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=stored, serving=serving_of(r)) if stored else None
-        r["interval"] = [band.low, band.high] if band else None
+        r["interval"] = _row_interval(r, stored) if stored else None
     out: dict[str, Any] = {"coverage_in_sample": coverage(rows) if stored else None, "coverage_cv": {}, "coverage_cv_by_serving": {}}
     for label, key in CV_GROUPS:
         held = []
         for group, mask in cv_folds([r[key] for r in rows]):
             bands = bands_from(r for r, m in zip(rows, mask) if not m)
-            for r, m in zip(rows, mask):
-                if m:
-                    engine = r["engine"] if r["efficiency_source"].startswith("fitted") else "*"
-                    band = interval(r["predicted"], r["metric"], chip_kind=r["chip_kind"], engine=engine, bands=bands, serving=serving_of(r))
-                    held.append({**r, "interval": [band.low, band.high] if band else None})
+            held += [{**r, "interval": _row_interval(r, bands)} for r, m in zip(rows, mask) if m]
         out["coverage_cv"][label] = coverage(held)
         modes = sorted({serving_of(r) for r in held})
         out["coverage_cv_by_serving"][label] = {mode: coverage(r for r in held if serving_of(r) == mode) for mode in modes}

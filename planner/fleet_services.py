@@ -29,11 +29,11 @@ from planner.engine.fleet import (
     fleet_plan,
     rent_or_buy,
 )
-from planner.engine.uncertainty import interval
+from planner.engine.uncertainty import interval, serving_for
 from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
 from planner.runs import queued_resend, run_claim, run_fail, run_send
-from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, plan_search_prepare, serving_mode
+from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, plan_search_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
     for spec in search.specs:
         slug, engine = split_variant(spec.slug)
         band = interval(1.0, "output_tokens_per_s_total", chip_kind=kinds[slug], engine=engine or "*", bands=error_bands(),
-                        serving=serving_mode(search.options.disaggregated))  # fmt: skip
+                        serving=serving_for(search.options.disaggregated))  # fmt: skip
         ratios.append(band.low if band else 1.0)
     return ratios
 

@@ -35,7 +35,7 @@ from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
-from planner.engine.uncertainty import BAND_OF, COLOCATED, DISAGGREGATED, interval, load_bands
+from planner.engine.uncertainty import BAND_OF, interval, load_bands, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
@@ -129,10 +129,6 @@ def error_bands():
     return load_bands(ERROR_BANDS)
 
 
-def serving_mode(disaggregated: bool) -> str:
-    return DISAGGREGATED if disaggregated else COLOCATED
-
-
 def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engine: str | None = None, disaggregated: bool = False) -> dict[str, Any]:
     """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
     (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the serving engine's fitted
@@ -141,7 +137,7 @@ def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engi
     out = {}
     for figure in BAND_OF:
         band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=error_bands(),
-                        serving=serving_mode(disaggregated))  # fmt: skip
+                        serving=serving_for(disaggregated))  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
@@ -150,7 +146,7 @@ def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engi
 def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
     """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind, serving
     engine and serving mode; chips and engines per chip index of the search)."""
-    serving = serving_mode(result.results.context.disaggregated)
+    serving = serving_for(result.results.context.disaggregated)
     factor = np.array([
         (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands(),
                                         serving=serving)) else 1.0)

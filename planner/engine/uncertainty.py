@@ -62,6 +62,11 @@ class Interval:
     basis: str  # which errors it rests on, in words
 
 
+def serving_for(disaggregated: bool) -> str:
+    """The serving mode of a deployment that does (or does not) disaggregate its prefill."""
+    return DISAGGREGATED if disaggregated else COLOCATED
+
+
 def serving_of(row: Mapping) -> str:
     """A row's serving mode: its `serving`, else read from its `mode` (agg / disagg), else ANY."""
     return row.get("serving") or SERVING_OF_MODE.get(row.get("mode") or "", ANY)
