@@ -27,7 +27,7 @@ from planner.engine.family_fit import (
     save_family_profiles,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
-from planner.engine.uncertainty import bands_from, coverage, interval, load_bands, save_bands, serving_of
+from planner.engine.uncertainty import bands_from, chip_family_bands, coverage, interval, load_bands, save_bands, serving_of
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -162,7 +162,7 @@ def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measur
     return profiles
 
 
-def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profiles_out: Path | None) -> dict[str, Any]:
+def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profiles_out: Path | None, keep_held_out: bool = False) -> dict[str, Any]:
     """Chip-family profiles (family_fit.py) fitted to a CSV file's rows at the spec defaults: the rows
     predicted with them (in-sample), and with cv each chip and each engine (the publication's stack) held out
     in turn, fitted on the rest and predicted."""
@@ -202,6 +202,8 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
                 predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
                 held_out += _strip(predicted)
             report["cv"][label] = summarize(held_out)
+            if keep_held_out and key == "chip":
+                report["_held_out"] = held_out
     return report
 
 
@@ -338,18 +340,28 @@ def _interval_check(rows: list[dict]) -> dict[str, Any]:
     return out
 
 
-def write_error_bands(*, csv_path: Path, out: Path) -> int:
+def write_error_bands(*, csv_path: Path, out: Path, other_chips: Path | None = None) -> int:
     """Bands of two kinds from one silicon file: for a prediction that names no serving engine (the API's
     estimates and plans), from every spec-default prediction (none of it tuned the defaults); for one made
     with an engine's fitted profile, from the held-out predictions of cross-validation (each value held
-    out with its engine, its chip and its model family in turn)."""
+    out with its engine, its chip and its model family in turn). With `other_chips` (this project's format),
+    a third kind for the chips the silicon file does not measure (every chip but NVIDIA's GPUs): from its
+    predictions with chip-family profiles, each chip held out (uncertainty.chip_family_bands)."""
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
     chips = _by_name(Chip.objects.all(), "aliases")
     report = _silicon_report(csv_path, models, chips, {}, cv=True, keep_held_out=True)
     spec = _silicon_report(csv_path, models, chips, {})
     bands = bands_from(spec["rows"], engines=False) + bands_from(report["_held_out"], pooled=False)
-    save_bands(bands, out, source=f"manage.py accuracy {csv_path.name} --bands-out (spec defaults, {len(spec['rows'])} values; "
-               f"fitted profiles, {len(report['_held_out'])} held-out predictions)")  # fmt: skip
+    source = (f"manage.py accuracy {csv_path.name} --bands-out (spec defaults, {len(spec['rows'])} values; "
+              f"fitted profiles, {len(report['_held_out'])} held-out predictions)")  # fmt: skip
+    if other_chips is not None:
+        with other_chips.open(newline="") as handle:
+            measured = read_measurements(handle)
+        held_out = _csv_fit_report(other_chips, measured, models, chips, cv=True, profiles_out=None, keep_held_out=True)["_held_out"]
+        outside = [r for r in held_out if fitted_family(*r["family"].rsplit(" ", 1))]
+        bands += chip_family_bands(outside)
+        source += f"; --bands-other {other_chips.name} (chip-family profiles, {len(outside)} predictions, each chip held out)"
+    save_bands(bands, out, source=source)
     return len(bands)
 
 

@@ -33,7 +33,7 @@ from planner.engine.uncertainty import interval, serving_for
 from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
 from planner.runs import queued_resend, run_claim, run_fail, run_send
-from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, plan_search_prepare
+from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, outside_silicon, plan_search_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +127,12 @@ def fleet_prepare(*, data: dict[str, Any]) -> PreparedFleet:
 
 def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
     """Per searched chip (and engine variant): the low end of the 80% interval of its throughput, as a ratio."""
-    kinds = {c.slug: c.kind for c in search.chips}
+    chips = {c.slug: c for c in search.chips}
     ratios = []
     for spec in search.specs:
         slug, engine = split_variant(spec.slug)
-        band = interval(1.0, "output_tokens_per_s_total", chip_kind=kinds[slug], engine=engine or "*", bands=error_bands(),
-                        serving=serving_for(search.options.disaggregated))  # fmt: skip
+        band = interval(1.0, "output_tokens_per_s_total", chip_kind=chips[slug].kind, engine=engine or "*", bands=error_bands(),
+                        serving=serving_for(search.options.disaggregated), outside_silicon=outside_silicon(chips[slug]))  # fmt: skip
         ratios.append(band.low if band else 1.0)
     return ratios
 

@@ -35,6 +35,7 @@ from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
+from planner.engine.family_fit import fitted_family
 from planner.engine.uncertainty import BAND_OF, interval, load_bands, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
@@ -122,6 +123,12 @@ def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | Non
     return profile_label(serving_engine) + (" with overrides" if overridden else "")
 
 
+def outside_silicon(chip) -> bool:
+    """Whether the silicon file leaves the chip unmeasured (every chip but NVIDIA's GPUs): its intervals rest on
+    the chip-family errors of the chips measured elsewhere first."""
+    return fitted_family(chip.vendor, chip.kind)
+
+
 @functools.lru_cache(maxsize=1)
 def error_bands():
     from planner.accuracy import ERROR_BANDS
@@ -129,15 +136,16 @@ def error_bands():
     return load_bands(ERROR_BANDS)
 
 
-def prediction_intervals(values: dict[str, Any], *, chip_kind: str, serving_engine: str | None = None, disaggregated: bool = False) -> dict[str, Any]:
+def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: str | None = None, disaggregated: bool = False) -> dict[str, Any]:
     """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
     (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the serving engine's fitted
-    profile where the answer names one, else the spec defaults' for the chip kind over every engine; of
-    predictions served the same way (colocated, or prefill disaggregated)."""
+    profile where the answer names one, else the spec defaults' for the chip kind over every engine (a chip
+    outside the silicon file: its kind's chip-family errors); of predictions served the same way (colocated,
+    or prefill disaggregated)."""
     out = {}
     for figure in BAND_OF:
-        band = interval(values.get(figure), figure, chip_kind=chip_kind, engine=serving_engine or "*", bands=error_bands(),
-                        serving=serving_for(disaggregated))  # fmt: skip
+        band = interval(values.get(figure), figure, chip_kind=chip.kind, engine=serving_engine or "*", bands=error_bands(),
+                        serving=serving_for(disaggregated), outside_silicon=outside_silicon(chip))  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     return out
@@ -149,7 +157,7 @@ def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> n
     serving = serving_for(result.results.context.disaggregated)
     factor = np.array([
         (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands(),
-                                        serving=serving)) else 1.0)
+                                        serving=serving, outside_silicon=outside_silicon(c))) else 1.0)
         for c, e in zip(chips, engines)
     ])  # fmt: skip
     return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
@@ -227,7 +235,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
-    out["intervals"] = json_safe(prediction_intervals(priced, chip_kind=chip.kind, serving_engine=engine, disaggregated=data["disaggregated"]))
+    out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine, disaggregated=data["disaggregated"]))
     return out
 
 
@@ -303,7 +311,7 @@ def _row(
     layout = result.results.context.model.weight_layout(est.weight_dtype)
     row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
-    row["intervals"] = json_safe(prediction_intervals(row, chip_kind=row["chip_kind"], serving_engine=serving_engine,
+    row["intervals"] = json_safe(prediction_intervals(row, chip=chips_by_slug[row["chip_slug"]], serving_engine=serving_engine,
                                                       disaggregated=result.results.context.disaggregated))  # fmt: skip
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
     row["candidate_index"] = int(i)

@@ -7,8 +7,11 @@ whose TTFT rides on a transfer and a prefill pool that colocated serving has not
 with a serving engine's fitted profile whose group has too few values falls back to the fitted
 profiles of every engine in the same mode, then to its engine over both modes, then to every
 engine's fitted profile over both modes; any prediction last to the spec defaults' band of its chip
-kind, in its mode, then over both. A chip kind with no measurement behind it gets the envelope of
-every band of its metric and mode, widened by half again, and says so.
+kind, in its mode, then over both. A chip kind the silicon file does not measure (TPU, CPU, other) takes the
+band of its chips measured elsewhere (benchmarks/measurements/other_chips.csv, predicted with chip-family
+profiles, each chip held out: `chip_family_bands`), pooled over every such chip where its own kind has too
+few values. A chip kind with no measurement behind it gets the envelope of every band of its metric and mode,
+widened by half again, and says so.
 
 Derived metrics carry the band of the one they come from: tokens/s per user is 1 / TPOT, total
 tokens/s and $/1M output tokens scale with TPOT at a fixed batch, so their bands are TPOT's (the
@@ -31,6 +34,12 @@ UNKNOWN_WIDENING = 1.5
 ANY = "*"
 # The engine of a band pooled over every serving engine's fitted-profile predictions (engine ANY: the spec defaults').
 FITTED = "+"
+# The engine of a band of predictions made with chip-family profiles on chips outside the silicon file, each chip
+# held out (accuracy.write_error_bands with another measurements file).
+CHIP_FAMILY = "~"
+# A measured figure of this project's measurements format as the band's metric, and whether it runs inversely.
+MEASURED_AS = {"ttft_s": ("ttft_s", False), "tpot_s": ("tpot_s", False), "decode_tokens_per_s_per_user": ("tpot_s", True),
+               "output_tokens_per_s": ("tpot_s", True)}  # fmt: skip
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 # A measured row's `mode` (the silicon layout's agg / disagg) as a serving mode.
 SERVING_OF_MODE = {"agg": COLOCATED, "disagg": DISAGGREGATED}
@@ -53,6 +62,7 @@ class ErrorBand:
     high_log_ratio: float
     values: int
     serving: str = ANY  # COLOCATED | DISAGGREGATED | ANY (bands stored before the mode was kept are ANY)
+    pooled_from: str = ""  # set when the chip kind had too few values of its own and the band pools every kind's: why, in words
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,32 +105,68 @@ def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = 
     return tuple(bands)
 
 
-def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str, serving: str) -> tuple[ErrorBand | None, bool]:
+def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
+    """Bands of colocated predictions made with chip-family profiles, each chip held out: rows with metric (a key
+    of MEASURED_AS: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
+    fewer than MIN_VALUES values of a metric takes the band of every kind's values and says so (pooled_from)."""
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if r["metric"] not in MEASURED_AS:
+            continue
+        metric, inverse = MEASURED_AS[r["metric"]]
+        ratio = math.log(float(r["measured"]) / float(r["predicted"]))
+        for kind in (r["chip_kind"], ANY):
+            ratios.setdefault((metric, kind), []).append(-ratio if inverse else ratio)
+    kinds = sorted({kind for _metric, kind in ratios if kind != ANY})
+    bands = []
+    for metric in sorted({metric for metric, _kind in ratios}):
+        pooled = ratios[(metric, ANY)]
+        for kind in kinds:
+            own = ratios.get((metric, kind), [])
+            values, note = (own, "") if len(own) >= MIN_VALUES else (pooled, f"too few on {kind} chips: {len(own)}")
+            low, high = np.quantile(values, [LOW_QUANTILE, HIGH_QUANTILE])
+            bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=CHIP_FAMILY, serving=COLOCATED, low_log_ratio=float(low),
+                                   high_log_ratio=float(high), values=len(values), pooled_from=note))  # fmt: skip
+    return tuple(bands)
+
+
+def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str, serving: str,
+            outside_silicon: bool) -> tuple[ErrorBand | None, bool]:  # fmt: skip
     by_key = {(b.metric, b.chip_kind, b.engine, b.serving): b for b in bands}
     # A fitted profile's prediction keeps to fitted profiles' errors, the serving mode before the engine: a
     # disaggregated deployment's errors are more like another engine's disaggregated ones than like its own
     # engine's colocated ones. The spec defaults' bands (engine ANY) come last.
     fitted = [(engine, serving), (FITTED, serving), (engine, ANY), (FITTED, ANY)] if engine not in (ANY, FITTED) else []
-    for scope in (*fitted, (ANY, serving), (ANY, ANY)):
+    # Chips outside the silicon file (every chip but NVIDIA's GPUs): their kind's chip-family errors first, stored
+    # colocated (a disaggregated deployment of such a chip has no measurement of its own mode and takes them as
+    # they are); the silicon file's bands of the kind only where none exist.
+    outside = [(CHIP_FAMILY, COLOCATED)]
+    silicon = [*fitted, (ANY, serving), (ANY, ANY)]
+    for scope in (*outside, *silicon) if outside_silicon else (*silicon, *outside):
         if (metric, chip_kind, *scope) in by_key:
             return by_key[(metric, chip_kind, *scope)], True
     return by_key.get((metric, ANY, ANY, ANY)), False
 
 
 def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: str, bands: Iterable[ErrorBand],
-             serving: str = ANY) -> Interval | None:  # fmt: skip
+             serving: str = ANY, outside_silicon: bool = False) -> Interval | None:  # fmt: skip
     """The 80% interval around `predicted` for a reported figure (a key of BAND_OF), served colocated or
-    disaggregated (`serving`; ANY: either)."""
+    disaggregated (`serving`; ANY: either), on a chip the silicon file measures (NVIDIA's GPUs) or not
+    (`outside_silicon`: its chip-family errors come first)."""
     if predicted is None or not math.isfinite(predicted) or figure not in BAND_OF:
         return None
     metric, inverse = BAND_OF[figure]
     bands = tuple(bands)
-    band, comparable = _lookup(bands, metric, chip_kind, engine, serving)
+    band, comparable = _lookup(bands, metric, chip_kind, engine, serving, outside_silicon)
     if band is None:
         return None
     low, high = band.low_log_ratio, band.high_log_ratio
     if comparable:
         basis = f"{band.values} held-out {metric} errors on {_scope(band)}"
+        if band.pooled_from:
+            basis += f" ({band.pooled_from})"
+        if serving != ANY and band.serving not in (ANY, serving):
+            basis += f" (none measured {serving})"
         if serving != ANY and band.serving == ANY:
             basis += f" (too few {serving} ones: both serving modes)"
     else:
@@ -141,6 +187,9 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
 
 def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
+    if band.engine == CHIP_FAMILY:
+        kind = "chips of every kind" if band.pooled_from else kind
+        return f"{kind} measured outside the silicon file (chip-family profiles, each chip held out)"
     scope = kind if band.engine == ANY else f"{kind} with {'every serving engine' if band.engine == FITTED else band.engine}"
     return scope if band.serving == ANY else f"{scope}, {band.serving}"
 

@@ -34,14 +34,14 @@ def _search_result(disaggregated: bool):
 
 @pytest.mark.parametrize(("disaggregated", "high"), [(False, 0.2), (True, 0.7)])
 def test_the_pessimistic_cost_is_the_high_end_of_the_band_of_how_the_plan_is_served(disaggregated, high):
-    chip = SimpleNamespace(kind="gpu")
+    chip = SimpleNamespace(vendor="NVIDIA", kind="gpu")
     cost = services._pessimistic_cost(_search_result(disaggregated), [chip], ["vLLM"])
     assert cost == pytest.approx(np.array([1.0, 2.0]) * np.exp(high))
 
 
 @pytest.mark.parametrize(("disaggregated", "low"), [(False, -0.2), (True, -0.7)])
 def test_a_fleets_pessimistic_capacity_is_the_low_end_of_the_band_of_how_it_is_served(disaggregated, low):
-    search = SimpleNamespace(chips=[SimpleNamespace(slug="nvidia-h100-sxm", kind="gpu")],
+    search = SimpleNamespace(chips=[SimpleNamespace(slug="nvidia-h100-sxm", vendor="NVIDIA", kind="gpu")],
                              specs=[SimpleNamespace(slug="nvidia-h100-sxm@vLLM")],
                              options=SimpleNamespace(disaggregated=disaggregated))  # fmt: skip
     assert fleet_services._throughput_low_ratios(search) == pytest.approx([np.exp(low)])

@@ -22,12 +22,17 @@ class Command(BaseCommand):
                             "this project's format: chip, engine) (cross-validated).")
         parser.add_argument("--profiles-out", type=Path, help="Fit the profiles to this file and write them to this JSON file.")
         parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
+        parser.add_argument("--bands-other", type=Path, help="With --bands-out: also the bands of the chips the silicon file does not measure, from "
+                            "this measurements file (this project's format) predicted with chip-family profiles, each chip held out.")
 
-    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, **options):
-        if not csv.is_file():
-            raise CommandError(f"{csv}: no such file")
+    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, bands_other, **options):
+        for path in (csv, bands_other):
+            if path is not None and not path.is_file():
+                raise CommandError(f"{path}: no such file")
+        if bands_other and not bands_out:
+            raise CommandError("--bands-other needs --bands-out")
         if bands_out:
-            count = write_error_bands(csv_path=csv, out=bands_out)
+            count = write_error_bands(csv_path=csv, out=bands_out, other_chips=bands_other)
             self.stdout.write(f"{count} error bands written to {bands_out}")
             return
         try:

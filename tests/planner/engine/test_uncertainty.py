@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.engine.uncertainty import bands_from, coverage, interval
+from planner.engine.uncertainty import bands_from, chip_family_bands, coverage, interval
 
 
 def _rows(metric: str, kind: str, engine: str, ratios) -> list[dict]:
@@ -121,3 +121,57 @@ def test_a_band_over_both_modes_says_so_when_a_mode_was_asked_for():
     bands = bands_from([{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)])
     got = interval(1.0, "tpot_s", chip_kind="gpu", engine="vLLM", bands=[b for b in bands if b.serving == "*"], serving="disaggregated")
     assert got.basis == "101 held-out tpot_s errors on gpu chips with vLLM (too few disaggregated ones: both serving modes)"
+
+
+def _measured(metric: str, kind: str, ratios) -> list[dict]:
+    return [{"metric": metric, "chip_kind": kind, "measured": r, "predicted": 1.0} for r in ratios]
+
+
+def test_a_chip_kind_measured_outside_the_silicon_file_takes_its_own_held_out_errors():
+    silicon = bands_from([{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)])
+    outside = chip_family_bands(_measured("tpot_s", "other", RATIOS * math.exp(0.3)))
+    got = interval(1.0, "tpot_s", chip_kind="other", engine="*", bands=silicon + outside, serving="colocated")
+    assert got.basis == "101 held-out tpot_s errors on other chips measured outside the silicon file (chip-family profiles, each chip held out)"
+    assert (math.log(got.low), math.log(got.high)) == pytest.approx((-0.1, 0.7))
+    # A GPU keeps the silicon file's band; a kind measured nowhere still gets the widened envelope.
+    assert "gpu chips" in interval(1.0, "tpot_s", chip_kind="gpu", engine="*", bands=silicon + outside, serving="colocated").basis
+    lpu = interval(1.0, "tpot_s", chip_kind="lpu", engine="*", bands=silicon + outside, serving="colocated")
+    assert lpu.basis.startswith("no measurement of a lpu chip") and lpu.high > got.high
+
+
+def test_throughput_measured_outside_the_silicon_file_counts_as_tpot_inverted():
+    # Tokens/s predicted 20% high is TPOT predicted 20% low: measured / predicted TPOT = 1.2.
+    outside = chip_family_bands(_measured("output_tokens_per_s", "other", [1.0 / 1.2] * 40))
+    (band,) = outside
+    assert band.metric == "tpot_s" and band.low_log_ratio == pytest.approx(math.log(1.2))
+
+
+def test_a_chip_kind_with_few_values_outside_the_silicon_file_pools_every_kinds_and_says_so():
+    outside = chip_family_bands(_measured("tpot_s", "other", RATIOS) + _measured("decode_tokens_per_s_per_user", "tpu", [1.0] * 5))
+    got = interval(1.0, "tpot_s", chip_kind="tpu", engine="*", bands=outside, serving="colocated")
+    assert got.basis == ("106 held-out tpot_s errors on chips of every kind measured outside the silicon file (chip-family profiles, "
+                         "each chip held out) (too few on tpu chips: 5)")  # fmt: skip
+    # Measured only colocated: a disaggregated deployment of such a chip takes them and says none was measured so.
+    disaggregated = interval(1.0, "tpot_s", chip_kind="other", engine="*", bands=outside, serving="disaggregated")
+    assert disaggregated.basis.endswith("(none measured disaggregated)")
+
+
+def test_a_gpu_outside_the_silicon_file_takes_its_chip_family_errors_before_the_silicon_files_gpu_band():
+    silicon = bands_from([{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)])
+    outside = chip_family_bands(_measured("tpot_s", "gpu", RATIOS * math.exp(1.0)))
+    nvidia = interval(1.0, "tpot_s", chip_kind="gpu", engine="*", bands=silicon + outside, serving="colocated")
+    amd = interval(1.0, "tpot_s", chip_kind="gpu", engine="*", bands=silicon + outside, serving="colocated", outside_silicon=True)
+    assert nvidia.basis == "101 held-out tpot_s errors on gpu chips, colocated"
+    assert amd.basis.startswith("101 held-out tpot_s errors on gpu chips measured outside the silicon file")
+    assert math.log(amd.low) == pytest.approx(0.6)
+
+
+def test_the_stored_bands_cover_every_chip_kind_measured_outside_the_silicon_file():
+    from pathlib import Path
+
+    from planner.engine.uncertainty import load_bands
+
+    stored = Path(__file__).resolve().parents[3] / "planner" / "data" / "error_bands.json"
+    assert "--bands-other other_chips.csv" in stored.read_text()
+    outside = {(b.metric, b.chip_kind) for b in load_bands(stored) if b.engine == "~"}
+    assert outside == {(metric, kind) for metric in ("ttft_s", "tpot_s") for kind in ("cpu", "gpu", "other", "tpu")}
