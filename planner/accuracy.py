@@ -27,7 +27,7 @@ from planner.engine.family_fit import (
     save_family_profiles,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
-from planner.engine.uncertainty import bands_from, chip_family_bands, coverage, interval, load_bands, save_bands, serving_of
+from planner.engine.uncertainty import COLOCATED, bands_from, chip_family_bands, coverage, interval, load_bands, save_bands, serving_of
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -202,9 +202,32 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
                 predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
                 held_out += _strip(predicted)
             report["cv"][label] = summarize(held_out)
-            if keep_held_out and key == "chip":
-                report["_held_out"] = held_out
+            if key == "chip":
+                report["intervals"] = _chip_family_interval_check(held_out)
+                if keep_held_out:
+                    report["_held_out"] = held_out
     return report
+
+
+# A measured figure of this project's format as the interval figure it is reported as (uncertainty.BAND_OF).
+_FIGURE_OF = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "decode_tokens_per_s_per_user": "tokens_per_s_per_user",
+              "output_tokens_per_s": "output_tokens_per_s_total"}  # fmt: skip
+
+
+def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
+    """How often the chip-family bands (uncertainty.chip_family_bands) cover a chip outside the silicon file when they
+    are rebuilt without it: each chip's held-out predictions against the bands of every other chip's."""
+    outside = [r for r in held_out if fitted_family(*r["family"].rsplit(" ", 1)) and r["metric"] in _FIGURE_OF]
+    checked = []
+    for _chip, mask in cv_folds([r["chip"] for r in outside]):
+        bands = chip_family_bands(r for r, m in zip(outside, mask) if not m)
+        for r in (r for r, m in zip(outside, mask) if m):
+            band = interval(r["predicted"], _FIGURE_OF[r["metric"]], chip_kind=r["chip_kind"], engine="*", bands=bands,
+                            serving=COLOCATED, outside_silicon=True)  # fmt: skip
+            checked.append({**r, "interval": [band.low, band.high] if band else None})
+    kinds = sorted({r["chip_kind"] for r in checked})
+    return {"coverage_cv": {"chip": coverage(checked)},
+            "coverage_cv_by_chip_kind": {"chip": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
 
 
 class _Silicon:
@@ -453,7 +476,7 @@ def format_report(report: dict[str, Any]) -> str:
     intervals = report.get("intervals")
     if intervals:
         def by_serving(k):
-            modes = intervals.get("coverage_cv_by_serving", {}).get(k, {})
+            modes = intervals.get("coverage_cv_by_serving", {}).get(k, {}) or intervals.get("coverage_cv_by_chip_kind", {}).get(k, {})
             return f" ({', '.join(f'{m} {c * 100:.0f}%' for m, c in modes.items())})" if len(modes) > 1 else ""
 
         cv = "  ".join(f"leave one {k} out {v * 100:.0f}%{by_serving(k)}" for k, v in intervals["coverage_cv"].items())
