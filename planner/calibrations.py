@@ -9,7 +9,7 @@ from django.db.models import Max
 
 from hwcatalog.models import Chip
 from planner import catalog_specs
-from planner.services import error_bands
+from planner.services import error_bands, outside_silicon
 from planner.engine.calibration import PRIOR_LOG_SIGMA, Observation, fit_efficiency, log_sigma_of_80_interval
 from planner.engine.efficiency import FACTORS, default_efficiency
 from planner.engine.uncertainty import interval
@@ -48,7 +48,7 @@ def calibration_fit(
     ).aggregate(v=Max("version"))["v"]
     version = (latest or 0) + 1
     prior = default_efficiency(catalog_specs.chip_spec(chip), weight_dtype)
-    fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)", prior_log_sigma=prior_log_sigma())
+    fit = fit_efficiency(observations, prior, source=f"calibration v{version} ({len(observations)} runs)", prior_log_sigma=prior_log_sigma(chip))
     # Every factor is stored, fitted or kept from the prior: a calibration never drops one.
     factors = {name: getattr(fit.efficiency, name) for name in FACTORS}
     return Calibration.objects.create(
@@ -57,11 +57,15 @@ def calibration_fit(
     )  # fmt: skip
 
 
-def prior_log_sigma() -> float:
-    """How far the spec defaults are trusted: the log-sd of their cross-validated TPOT band over every chip
-    and engine (planner/data/error_bands.json, refitted by `manage.py accuracy --bands-out`), or the
-    engine's default where the file has none."""
-    band = interval(1.0, "tpot_s", chip_kind="*", engine="*", bands=error_bands())
+def prior_log_sigma(chip: Chip | None = None) -> float:
+    """How far the spec defaults are trusted: the log-sd of their cross-validated TPOT band for the chip's kind
+    over every engine (a chip outside the silicon file: its kind's chip-family band; no chip: every chip's;
+    planner/data/error_bands.json, refitted by `manage.py accuracy --bands-out`), or the engine's default where
+    the file has none."""
+    if chip is None:
+        band = interval(1.0, "tpot_s", chip_kind="*", engine="*", bands=error_bands())
+    else:
+        band = interval(1.0, "tpot_s", chip_kind=chip.kind, engine="*", bands=error_bands(), outside_silicon=outside_silicon(chip))
     return log_sigma_of_80_interval(band.low, band.high) if band is not None and band.high > band.low else PRIOR_LOG_SIGMA
 
 
