@@ -47,10 +47,13 @@ WEIGHT_FORMAT_BITS: dict[str, float] = {
     # over the whole model: 4.8944 bits a weight for Llama-3.1-8B, 4.58 GiB (llama.cpp
     # tools/quantize/README.md). Weight-only: dequantised and multiplied in 16 bits, as int4.
     "q4_k_m": 4.8944,
+    # llama.cpp's GGUF Q8_0: blocks of 32 int8 weights sharing one fp16 scale, 34 bytes a block (ggml-org/llama.cpp
+    # ggml/src/ggml-common.h, block_q8_0). Weight-only: dequantised and multiplied in 16 bits, as int8.
+    "q8_0": 8.0 + 16.0 / 32,
 }
 FORMAT_DTYPE: dict[str, str] = {
     "fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "fp8_block": "fp8", "int8": "int8", "int4": "int4",
-    "int4_g32": "int4", "mxfp4": "fp4", "nvfp4": "fp4", "q4_k_m": "int4",
+    "int4_g32": "int4", "mxfp4": "fp4", "nvfp4": "fp4", "q4_k_m": "int4", "q8_0": "int8",
 }  # fmt: skip
 # The format a plan at a dtype stores its weights in unless the model's own checkpoint is another
 # format of that dtype: fp4 is NVFP4, the format NVIDIA's pre-quantised checkpoints ship (MXFP4 where

@@ -76,6 +76,13 @@ def test_a_deployment_may_name_its_weights_format_and_q4_k_m_weighs_what_llama_c
     assert q4.decode.memory_s == pytest.approx(plain.decode.memory_s * (4.8944 / (4 + 20 / 128)) * 0.6 / 0.75, rel=0.02)
 
 
+def test_q8_0_weighs_34_bytes_a_block_of_32_weights_as_ggml_stores_it():
+    # ggml/src/ggml-common.h: block_q8_0 is an fp16 scale and 32 int8 weights, 8.5 bits a weight; the head too.
+    model, work = llama_3_1_8b(), Workload(prompt_tokens=128, output_tokens=128)
+    q8 = estimate(model, Deployment(chip=h100_sxm(), weight_dtype="int8", weight_format="q8_0"), work)
+    assert q8.memory.weights_bytes_per_chip == pytest.approx(model.total_params * 34 / 32, rel=1e-9)
+
+
 @pytest.mark.parametrize(("weight_dtype", "weight_format"), [("fp8", "q4_k_m"), ("fp4", "int4"), ("int4", "gguf")])
 def test_a_weight_format_of_another_dtype_is_refused_in_words(weight_dtype, weight_format):
     with pytest.raises(ValueError, match="weight_format"):
