@@ -48,7 +48,8 @@ WEIGHT_FORMAT_BITS: dict[str, float] = {
     # tools/quantize/README.md). Weight-only: dequantised and multiplied in 16 bits, as int4.
     "q4_k_m": 4.8944,
     # llama.cpp's GGUF Q8_0: blocks of 32 int8 weights sharing one fp16 scale, 34 bytes a block (ggml-org/llama.cpp
-    # ggml/src/ggml-common.h, block_q8_0). Weight-only: dequantised and multiplied in 16 bits, as int8.
+    # ggml/src/ggml-common.h, block_q8_0). Planned as int8 weights (ggml's CPU path quantises the activations to
+    # Q8 blocks and multiplies in int8; the planner's int8 path is weight-only, a simplification).
     "q8_0": 8.0 + 16.0 / 32,
 }
 FORMAT_DTYPE: dict[str, str] = {

@@ -188,7 +188,7 @@ class EstimateInputSerializer(WorkloadSerializer):
     weight_dtype = serializers.ChoiceField(choices=DTYPES, default="bf16")
     weight_format = serializers.ChoiceField(
         choices=tuple(FORMAT_DTYPE), required=False,
-        help_text="The format the weights are stored in, one of weight_dtype's (q4_k_m for llama.cpp's GGUF Q4_K_M, nvfp4 or mxfp4 "
+        help_text="The format the weights are stored in, one of weight_dtype's (q4_k_m or q8_0 for llama.cpp's GGUF Q4_K_M or Q8_0, nvfp4 or mxfp4 "
         "for fp4). Unset: the model's checkpoint format of that dtype, else the dtype's default (fp4: nvfp4).",
     )  # fmt: skip
     kv_dtype = serializers.ChoiceField(choices=DTYPES, required=False)

@@ -38,7 +38,7 @@ def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold
     assert report["spec_defaults"]["mdape"] <= 38.0  # 34.9% (267 rows, 2026-12-05)
     assert report["summary"]["mdape"] <= 24.0  # in-sample
     assert report["cv"]["chip"]["mdape"] <= 34.0 and report["cv"]["engine"]["mdape"] <= 34.0
-    # The chips' 80% bands (uncertainty.chip_family_bands), rebuilt without each chip, cover its values (77% stored).
+    # The chips' 80% bands (uncertainty.chip_family_bands), rebuilt without each chip, cover its values (80% stored).
     assert 0.70 <= report["intervals"]["coverage_cv"]["chip"] <= 0.90
     families = {p["family"]: p for p in report["fit"]["family_profiles"]}
     assert "NVIDIA gpu" not in families  # NVIDIA GPUs have the serving-engine profiles
