@@ -27,7 +27,17 @@ from planner.engine.family_fit import (
     save_family_profiles,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
-from planner.engine.uncertainty import COLOCATED, bands_from, chip_family_bands, coverage, interval, load_bands, save_bands, serving_of
+from planner.engine.uncertainty import (
+    COLOCATED,
+    FIGURE_OF_MEASURED,
+    bands_from,
+    chip_family_bands,
+    coverage,
+    interval,
+    load_bands,
+    save_bands,
+    serving_of,
+)
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -209,20 +219,21 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
     return report
 
 
-# A measured figure of this project's format as the interval figure it is reported as (uncertainty.BAND_OF).
-_FIGURE_OF = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "decode_tokens_per_s_per_user": "tokens_per_s_per_user",
-              "output_tokens_per_s": "output_tokens_per_s_total"}  # fmt: skip
+def _outside_silicon(rows: list[dict]) -> list[dict]:
+    """The predicted rows on chips the silicon file does not measure (every chip but NVIDIA's GPUs) whose metric an
+    interval is reported for."""
+    return [r for r in rows if fitted_family(*r["family"].rsplit(" ", 1)) and r["metric"] in FIGURE_OF_MEASURED]
 
 
 def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
     """How often the chip-family bands (uncertainty.chip_family_bands) cover a chip outside the silicon file when they
     are rebuilt without it: each chip's held-out predictions against the bands of every other chip's."""
-    outside = [r for r in held_out if fitted_family(*r["family"].rsplit(" ", 1)) and r["metric"] in _FIGURE_OF]
+    outside = _outside_silicon(held_out)
     checked = []
     for _chip, mask in cv_folds([r["chip"] for r in outside]):
         bands = chip_family_bands(r for r, m in zip(outside, mask) if not m)
         for r in (r for r, m in zip(outside, mask) if m):
-            band = interval(r["predicted"], _FIGURE_OF[r["metric"]], chip_kind=r["chip_kind"], engine="*", bands=bands,
+            band = interval(r["predicted"], FIGURE_OF_MEASURED[r["metric"]], chip_kind=r["chip_kind"], engine="*", bands=bands,
                             serving=COLOCATED, outside_silicon=True)  # fmt: skip
             checked.append({**r, "interval": [band.low, band.high] if band else None})
     kinds = sorted({r["chip_kind"] for r in checked})
@@ -381,7 +392,7 @@ def write_error_bands(*, csv_path: Path, out: Path, other_chips: Path | None = N
         with other_chips.open(newline="") as handle:
             measured = read_measurements(handle)
         held_out = _csv_fit_report(other_chips, measured, models, chips, cv=True, profiles_out=None, keep_held_out=True)["_held_out"]
-        outside = [r for r in held_out if fitted_family(*r["family"].rsplit(" ", 1))]
+        outside = _outside_silicon(held_out)
         bands += chip_family_bands(outside)
         source += f"; --bands-other {other_chips.name} (chip-family profiles, {len(outside)} predictions, each chip held out)"
     save_bands(bands, out, source=source)

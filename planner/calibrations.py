@@ -57,15 +57,11 @@ def calibration_fit(
     )  # fmt: skip
 
 
-def prior_log_sigma(chip: Chip | None = None) -> float:
+def prior_log_sigma(chip: Chip) -> float:
     """How far the spec defaults are trusted: the log-sd of their cross-validated TPOT band for the chip's kind
-    over every engine (a chip outside the silicon file: its kind's chip-family band; no chip: every chip's;
-    planner/data/error_bands.json, refitted by `manage.py accuracy --bands-out`), or the engine's default where
-    the file has none."""
-    if chip is None:
-        band = interval(1.0, "tpot_s", chip_kind="*", engine="*", bands=error_bands())
-    else:
-        band = interval(1.0, "tpot_s", chip_kind=chip.kind, engine="*", bands=error_bands(), outside_silicon=outside_silicon(chip))
+    over every engine (a chip outside the silicon file: its kind's chip-family band; planner/data/error_bands.json,
+    refitted by `manage.py accuracy --bands-out`), or the engine's default where the file has none."""
+    band = interval(1.0, "tpot_s", chip_kind=chip.kind, engine="*", bands=error_bands(), outside_silicon=outside_silicon(chip))
     return log_sigma_of_80_interval(band.low, band.high) if band is not None and band.high > band.low else PRIOR_LOG_SIGMA
 
 

@@ -38,9 +38,6 @@ FITTED = "+"
 # The engine of a band of predictions made with chip-family profiles on chips outside the silicon file, each chip
 # held out (accuracy.write_error_bands with another measurements file).
 CHIP_FAMILY = "~"
-# A measured figure of this project's measurements format as the band's metric, and whether it runs inversely.
-MEASURED_AS = {"ttft_s": ("ttft_s", False), "tpot_s": ("tpot_s", False), "decode_tokens_per_s_per_user": ("tpot_s", True),
-               "output_tokens_per_s": ("tpot_s", True)}  # fmt: skip
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 # A measured row's `mode` (the silicon layout's agg / disagg) as a serving mode.
 SERVING_OF_MODE = {"agg": COLOCATED, "disagg": DISAGGREGATED}
@@ -52,6 +49,9 @@ BAND_OF = {
     "output_tokens_per_s_total": ("tpot_s", True),
     "usd_per_million_output_tokens": ("tpot_s", False),
 }
+# A metric of this project's measurements format as the figure it is reported as (a key of BAND_OF).
+FIGURE_OF_MEASURED = {"ttft_s": "ttft_s", "tpot_s": "tpot_s", "decode_tokens_per_s_per_user": "tokens_per_s_per_user",
+                      "output_tokens_per_s": "output_tokens_per_s_total"}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +108,7 @@ def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = 
 
 def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     """Bands of colocated predictions made with chip-family profiles, each chip held out: rows with metric (a key
-    of MEASURED_AS: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
+    of FIGURE_OF_MEASURED: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
     fewer than MIN_VALUES values of a metric takes the band of every kind's values and says so (pooled_from).
     Each band is widened by half (UNKNOWN_WIDENING) about its centre: a chip's misses are its own (every value of
     one chip off the same way), so the quantiles of the other chips' errors are too narrow for it. Rebuilt
@@ -116,9 +116,9 @@ def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     the held-out chip's values, the widened ones 80% (accuracy FILE --cv prints it)."""
     ratios: dict[tuple[str, str], list[float]] = {}
     for r in rows:
-        if r["metric"] not in MEASURED_AS:
+        if r["metric"] not in FIGURE_OF_MEASURED:
             continue
-        metric, inverse = MEASURED_AS[r["metric"]]
+        metric, inverse = BAND_OF[FIGURE_OF_MEASURED[r["metric"]]]
         ratio = math.log(float(r["measured"]) / float(r["predicted"]))
         for kind in (r["chip_kind"], ANY):
             ratios.setdefault((metric, kind), []).append(-ratio if inverse else ratio)
@@ -173,11 +173,10 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
             basis += f" ({band.pooled_from})"
         if band.engine == CHIP_FAMILY:
             basis += ", widened by half"
-        if band.engine == CHIP_FAMILY and serving == DISAGGREGATED:
             # Measured colocated only: a disaggregated deployment also spans the transfer's and the prefill pool's
             # spread, as the silicon file's disaggregated predictions show it.
             spread = [b for b in bands if b.metric == metric and b.serving == DISAGGREGATED and b.engine == ANY]
-            if spread:
+            if serving == DISAGGREGATED and spread:
                 low, high = min(low, *(b.low_log_ratio for b in spread)), max(high, *(b.high_log_ratio for b in spread))
                 basis += ", then to the silicon file's disaggregated spread (none of these chips measured disaggregated)"
         if serving != ANY and band.serving == ANY:

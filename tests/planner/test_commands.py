@@ -33,6 +33,15 @@ def test_the_plan_command_stores_a_plan_and_prints_the_ranking(catalog, capsys):
     assert Plan.objects.count() == 1 and "$/1M out" in out and "  1 " in out
 
 
+def test_the_accuracy_command_refuses_other_chips_bands_without_a_bands_file_or_a_file_that_is_not_there(tmp_path):
+    with pytest.raises(CommandError, match="--bands-other needs --bands-out"):
+        call_command("accuracy", str(MEASURED_DEV), "--bands-other", str(MEASURED_DEV))
+    missing = tmp_path / "nowhere.csv"
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("accuracy", str(MEASURED_DEV), "--bands-out", str(tmp_path / "bands.json"), "--bands-other", str(missing))
+    assert not (tmp_path / "bands.json").exists()
+
+
 def test_accuracy_on_the_dev_set_has_a_median_error_under_twenty_percent(catalog, capsys):
     call_command("accuracy", str(MEASURED_DEV), "--json")
     report = json.loads(capsys.readouterr().out)
