@@ -31,8 +31,10 @@ run: catalog
 	VENV=$(VENV) HOST=$(HOST) PORT=$(PORT) bin/run
 
 ## Run the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
+## TEST_PROCESSES: pytest-xdist processes (each its own database, Redis database and broker: tests/xdist_env.py).
+TEST_PROCESSES ?= 2
 test: install
-	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest
+	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
 
 bench: install
 	$(BIN)/python manage.py benchplanner

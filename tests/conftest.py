@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from accounts.services import api_token_create
 from accounts.throttling import RateThrottle, throttle_counters_clear
 from hwcatalog.cache import cache_clear
+from tests.catalog_snapshot import CatalogSnapshot
 
 
 @pytest.fixture(autouse=True)
@@ -99,8 +100,16 @@ def session_client(db) -> APIClient:
     return client
 
 
-@pytest.fixture
-def catalog(db):
-    from hwcatalog.services import catalog_load
+@pytest.fixture(scope="session")
+def catalog_snapshot(django_db_setup, django_db_blocker) -> CatalogSnapshot:
+    """What `catalog_load` writes into an empty database, loaded once per test process and rolled back."""
+    with django_db_blocker.unblock():
+        return CatalogSnapshot.taken()
 
-    return catalog_load()
+
+@pytest.fixture
+def catalog(db, catalog_snapshot):
+    """The catalog as `manage.py loadcatalog` leaves it: the snapshot's rows written back in a few bulk
+    inserts (a full load validates and saves each of 331 rows with its history: 2-3 s a test).
+    tests/test_catalog_snapshot.py holds the two equal."""
+    return catalog_snapshot.restore()

@@ -15,6 +15,10 @@ from pathlib import Path
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
+# One log of each kind per test process (pytest-xdist runs two: tests/xdist_env.py).
+_PROCESS = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+WORKER_LOG = ROOT / "var" / f"test-worker-{_PROCESS}.log"
+WEB_LOG = ROOT / "var" / f"test-web-{_PROCESS}.log"
 
 
 def worker_env() -> dict[str, str]:
@@ -40,7 +44,7 @@ def running_worker(*, queues: str = "cpu", log_path: Path | None = None, extra_e
                "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--hostname", f"test-{os.getpid()}@%h"]  # fmt: skip
     if beat:
         command += ["--beat", "--schedule", str(ROOT / "var" / f"test-beat-{os.getpid()}")]
-    with _process(command, log_path=log_path or (ROOT / "var" / "test-worker.log"), extra_env=extra_env) as process:
+    with _process(command, log_path=log_path or WORKER_LOG, extra_env=extra_env) as process:
         yield process
 
 
@@ -49,10 +53,10 @@ def running_web(*, log_path: Path | None = None, extra_env: dict[str, str] | Non
     """gunicorn (one sync worker, as in production but smaller) on a free port; yields its base URL."""
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--timeout", "60"]
-    with _process(command, log_path=log_path or (ROOT / "var" / "test-web.log"), extra_env=extra_env):
+    with _process(command, log_path=log_path or WEB_LOG, extra_env=extra_env):
         base_url = f"http://127.0.0.1:{port}"
         if not wait_for(lambda: _answers(base_url), timeout_s=60):
-            raise RuntimeError(f"gunicorn did not start; see {log_path or 'var/test-web.log'}")
+            raise RuntimeError(f"gunicorn did not start; see {log_path or WEB_LOG}")
         yield base_url
 
 

@@ -259,7 +259,7 @@ def test_catalog_compare_and_history_pages(page):
 @pytest.mark.integration
 def test_validate_a_configuration_and_watch_it_finish(signed_in_page):
     page = signed_in_page
-    from tests.worker import running_worker
+    from tests.worker import WORKER_LOG, running_worker
 
     plan = make_plan({"model": "llama-3.2-1b", "workload": {"prompt_tokens": 200, "output_tokens": 100, "concurrency": 4},
                       "hardware": {"kinds": ["gpu"], "max_chips": 8}})  # fmt: skip
@@ -289,7 +289,7 @@ def test_validate_a_configuration_and_watch_it_finish(signed_in_page):
         # The finished run's server-rendered result replaces the progress bar.
         page.wait_for_selector(".validation table.validation-results, .validation .failure", timeout=240_000)
     article = page.locator(".validation").first
-    log = (ROOT / "var" / "test-worker.log").read_text()[-3000:] if (ROOT / "var" / "test-worker.log").exists() else ""
+    log = WORKER_LOG.read_text()[-3000:] if WORKER_LOG.exists() else ""
     assert article.get_attribute("data-status") == "succeeded", article.text_content() + log
     assert page.locator(".validation table.validation-results tbody tr").count() >= 4  # predicted vs measured
     assert "stand-in for" in article.text_content() and "bf16" in article.locator(".what-ran").text_content()

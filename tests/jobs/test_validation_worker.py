@@ -17,7 +17,7 @@ from jobs.models import ValidationRun
 from jobs.services import validation_runs_recover
 from planner.engine.calibration import MAX_RUN_SPREAD
 from planner.models import Calibration
-from tests.worker import running_worker, wait_for
+from tests.worker import WORKER_LOG, running_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,7 @@ def test_a_cpu_decode_trial_runs_on_a_worker_and_calibrates_the_next_estimate(cl
 
         body = wait_for(finished, timeout_s=240, interval_s=0.5)
         live = routing.live_queues()  # the worker's own step wrote the queues it consumes
-    assert body is not None, open("var/test-worker.log").read()[-3000:]
+    assert body is not None, WORKER_LOG.read_text()[-3000:]
     assert body["status"] == "succeeded", body["failure_reason"] + body["log_tail"]
     assert "cpu" in live
     assert body["stand_in"] is True and "a stand-in for" in what_ran(ValidationRun.objects.get(pk=run["id"]))  # a GPU row, run on a CPU
@@ -84,7 +84,7 @@ def test_a_worker_killed_mid_trial_leaves_its_run_requeued_not_running(client_an
     params = {"decode_steps": 400, "prompt_tokens": 16, "max_layers": 2}
     with running_worker() as worker:
         run = client.post(f"/api/v1/plans/{plan['id']}/validations/", {"queue": "cpu", "params": params}, format="json").json()
-        assert wait_for(lambda: _status(client, run["id"])["status"] == "running", timeout_s=120), open("var/test-worker.log").read()[-3000:]
+        assert wait_for(lambda: _status(client, run["id"])["status"] == "running", timeout_s=120), WORKER_LOG.read_text()[-3000:]
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
     time.sleep(3)

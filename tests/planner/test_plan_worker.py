@@ -20,7 +20,7 @@ from jobs.models import ScheduledTaskRun
 from planner import services
 from planner.models import Plan
 from planner.serializers import PlanInputSerializer
-from tests.worker import ROOT, running_web, running_worker, wait_for
+from tests.worker import ROOT, WORKER_LOG, running_web, running_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -104,7 +104,7 @@ def test_a_big_plan_is_answered_202_at_once_and_a_worker_stores_it_with_bounded_
         plan = wait_for(lambda: Plan.objects.filter(pk=queued["id"], status__in=["done", "failed"]).first(), timeout_s=240, interval_s=0.5)
         elapsed = time.perf_counter() - started
         worker_peaks = {pid: _status_kib(pid, "VmHWM") / 1024 for pid in [worker.pid, *_descendants(worker.pid)]}
-    assert plan is not None, open("var/test-worker.log").read()[-3000:]
+    assert plan is not None, WORKER_LOG.read_text()[-3000:]
     assert plan.status == "done", plan.error
     assert plan.candidate_count == queued["candidate_count"] <= services.MAX_PLAN_CANDIDATES and plan.results["ranked"]
     print(f"\nthe 1,024-chip request refused in {refused_s * 1000:.0f} ms; max_chips {worst_allowed['hardware']['max_chips']} queued in {queued_s * 1000:.0f} ms; "
