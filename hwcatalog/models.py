@@ -138,6 +138,10 @@ class ServingEngine(Sourced):
         max_length=16, choices=AttentionDpDense.choices, default=AttentionDpDense.REPLICATED,
         help_text="Where the dense layers live under attention data parallelism, by default.",
     )  # fmt: skip
+    prefill_runs_alone = models.BooleanField(
+        default=False,
+        help_text="A step that prefills runs no decodes (SGLang without --enable-mixed-chunk); false: prefill chunks and decodes share steps.",
+    )  # fmt: skip
     profile = models.CharField(max_length=80, blank=True, default="", help_text="Its fitted efficiency profile's name, if one is fitted.")
     aliases = models.JSONField(default=list, blank=True, help_text="Other names (e.g. AIConfigurator's backend names trtllm, sglang, vllm).")
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])

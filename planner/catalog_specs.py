@@ -96,6 +96,7 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
     return Scheduler(
         engine=engine.name, kv_memory_fraction=engine.kv_memory_fraction, kv_memory_of_free=engine.kv_memory_rule == ServingEngine.MemoryRule.OF_FREE,
         max_batch_sequences=engine.max_batch_sequences, prefill_token_budget=engine.prefill_token_budget,
+        prefill_runs_alone=engine.prefill_runs_alone,
         moe_dispatch=engine.moe_dispatch, attention_dp_dense=engine.attention_dp_dense,
     )  # fmt: skip
 

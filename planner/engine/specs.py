@@ -39,6 +39,9 @@ class Scheduler:
     attention_dp_dense: under attention data parallelism, "replicated" (each attention replica keeps the
         dense layers whole) or "tensor_parallel" (SGLang: the dense FFN, shared experts and LM head stay
         tensor-parallel over the whole group, on the gathered tokens).
+    prefill_runs_alone: whether a step that prefills runs without the decodes (SGLang's default: its
+        --enable-mixed-chunk is off) or prefill chunks and decodes share steps (vLLM V1, TensorRT-LLM's
+        in-flight batching). The serving simulator schedules by it (simulation/scheduler.py).
     """
 
     engine: str
@@ -48,6 +51,7 @@ class Scheduler:
     prefill_token_budget: int | None = None
     moe_dispatch: str = "all_to_all"
     attention_dp_dense: str = "replicated"
+    prefill_runs_alone: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 < self.kv_memory_fraction <= 1.0:

@@ -289,3 +289,11 @@ def test_a_block_diffusion_model_is_simulated_block_by_block(catalog, token_clie
     assert results["completed"] == 300 and results["preemptions"] == 0
     assert any(note.startswith("block_diffusion(B=32, S_eff=8)") for note in results["notes"])
     assert results["ttft_s"]["p50"] > 0 and results["tpot_s"]["p50"] > 0
+
+
+def test_sglang_is_simulated_with_its_prefills_run_alone_and_the_result_says_so(catalog, token_client):
+    sglang = token_client.post("/api/v1/simulations/", {**BODY, "serving_engine": "SGLang"}, format="json").json()["results"]
+    vllm = token_client.post("/api/v1/simulations/", {**BODY, "serving_engine": "vLLM"}, format="json").json()["results"]
+    assert any("prefills run alone" in note for note in sglang["notes"])
+    assert not any("prefills run alone" in note for note in vllm["notes"])
+    assert token_client.get("/api/v1/engines/sglang/").json()["prefill_runs_alone"] is True

@@ -1,5 +1,6 @@
 """Iteration-level continuous batching on one replica, as vLLM's V1 scheduler runs it
-(github.com/vllm-project/vllm, vllm/v1/core/sched/scheduler.py: `schedule()`).
+(github.com/vllm-project/vllm, vllm/v1/core/sched/scheduler.py: `schedule()`), or as SGLang's does where
+its engine runs prefills alone (StepCost.prefill_runs_alone, below).
 
 Each step (one forward of the model):
 1. requests that have arrived join the waiting queue (first come, first served);
@@ -15,6 +16,14 @@ Each step (one forward of the model):
    does not fit stops admission;
 5. the step takes StepCost time; a sequence whose prefill completes emits its first token at the
    step's end, each decoding sequence one token.
+Where prefills run alone (SGLang's scheduler without --enable-mixed-chunk, its default: a prefill batch
+when the queue has a request it can admit or a chunked prompt under way, else a decode batch;
+sgl-project/sglang python/sglang/srt/managers/scheduler.py, `get_next_batch_to_run`), a step that
+prefills advances no decoding sequence: decoding sequences advance with the steps that decode (`d`
+below), not with every step (`s`). Such a replica admits a request only when the blocks of its whole
+prompt are free and takes them at admission (SGLang's PrefillAdder counts a request's whole input
+against the free tokens); otherwise a chunk that no longer fits would be preempted and prefilled again
+while the decodes that would free the blocks never ran.
 A multi-token step cost (multi_token.py: speculative rounds of k + 1 verified positions, or block
 diffusion's denoising and commit forwards of B positions) makes each decode step put several tokens per
 sequence through the model; such a replica reserves each request's whole context at admission
@@ -144,7 +153,11 @@ def run_schedule(
     ctx_sum = 0
     ptr = 0
     now = 0.0
-    s = 0
+    s = 0  # steps run
+    d = 0  # steps that decoded: a decoding sequence's progress (every step, unless prefills run alone)
+    # A disaggregated decode pool's requests arrive with their KV (disaggregated.py): SGLang's decode server
+    # adds them to its running batch without a prefill forward, so there nothing prefills alone.
+    alone = cost.prefill_runs_alone and requests.kv_transferred_tokens is None
     starts, durations, q_len, r_len, used, p_tok, d_seq = [], [], [], [], [], [], []
     seconds = cost.seconds  # positional and unchecked: the hot path
     causal, kv_read = attention.causal_pairs, attention.kv_read_tokens
@@ -157,12 +170,12 @@ def run_schedule(
         victim = next(reversed(running))
         del running[victim]
         if state[victim] == DECODING:
-            ctx = start_ctx[victim] + (s - s0[victim])
+            ctx = start_ctx[victim] + (d - s0[victim])
             free += g * (_ceil_div(ctx, bt) - cached[victim] // bt) + fixed[victim]
             n_dec -= 1
             ctx_sum -= ctx
             phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
-            gen[victim] += s - s0[victim]
+            gen[victim] += d - s0[victim]
             finish_step[victim] = -1
         else:
             free += held[victim]
@@ -174,6 +187,20 @@ def run_schedule(
         preempted[victim] += 1
         waiting.appendleft(victim)
 
+    def first_blocks(i: int, budget: int) -> int:
+        """The blocks request i takes at admission: its whole context, the answer's tokens still to come and a
+        round's draft positions (reserving); its whole prompt (prefills alone: SGLang admits a request only
+        when all of its input fits); else the blocks of its first chunk within `budget` tokens."""
+        if reserve:
+            return g * (_ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt) + fixed[i]
+        if alone:
+            return g * (_ceil_div(target[i], bt) - cached[i] // bt) + fixed[i]
+        return g * (_ceil_div(done[i] + min(target[i] - done[i], budget), bt) - cached[i] // bt) + fixed[i]
+
+    def admissible(i: int) -> bool:
+        """Whether request i, at the queue's head, could be admitted in a step that prefills alone."""
+        return first_blocks(i, token_budget) <= free
+
     def plan_chunks(budget: int) -> tuple[list[tuple[int, int, int]], int, int]:
         """The chunks of the sequences mid-prefill this step: (id, tokens, new blocks), and what is left."""
         chunks, blocks = [], 0
@@ -181,7 +208,7 @@ def run_schedule(
             if budget <= 0:
                 break
             k = min(target[i] - done[i], budget)
-            nb = 0 if reserve else g * (_ceil_div(done[i] + k, bt) - cached[i] // bt) + fixed[i] - held[i]
+            nb = 0 if reserve else max(g * (_ceil_div(done[i] + k, bt) - cached[i] // bt) + fixed[i] - held[i], 0)
             chunks.append((i, k, nb))
             blocks += nb
             budget -= k
@@ -198,19 +225,24 @@ def run_schedule(
             continue
         q_append(len(waiting))
         r_append(len(running))  # both at the step's start: together, the requests in the system
+        # Prefills alone (SGLang): a step that can prefill (a chunk under way, or the queue's head admissible)
+        # runs no decodes; they wait for the next step that has nothing to prefill.
+        decoding = not alone or not (prefilling or (waiting and len(running) < cap and admissible(waiting[0])))
+        nd = n_dec if decoding else 0
         # 2-3: decode growth and the chunks of sequences mid-prefill, preempting until they fit.
-        grow = g * phase[s % bt]
+        grow = g * phase[d % bt] if decoding else 0
         p_tokens, p_pairs, p_read = 0, 0.0, 0.0
         completed = []
         admit = True
         if prefilling or grow > free:
             while True:
-                chunks, chunk_blocks, budget = plan_chunks(token_budget - n_dec * q)
+                chunks, chunk_blocks, budget = plan_chunks(token_budget - nd * q)
                 if grow + chunk_blocks <= free or not running:
                     break
                 preempt_newest()
                 admit = False  # vLLM admits no waiting request in a step that preempted
-                grow = g * phase[s % bt]
+                nd = n_dec if decoding else 0
+                grow = g * phase[d % bt] if decoding else 0
             free -= grow + chunk_blocks
             for i, k, nb in chunks:
                 p_pairs += float(causal(float(done[i] + k))) - float(causal(float(done[i])))
@@ -222,15 +254,12 @@ def run_schedule(
                     completed.append(i)
         else:  # the common step: decodes only, and blocks to spare
             free -= grow
-            budget = token_budget - n_dec * q
+            budget = token_budget - nd * q
         # 4: admission, first come first served.
         while admit and waiting and budget > 0 and len(running) < cap:
             i = waiting[0]
             k = min(target[i] - done[i], budget)
-            if reserve:  # the whole context, the answer's tokens still to come and a round's draft positions
-                nb = g * (_ceil_div(target[i] + output[i] - gen[i] + slack, bt) - cached[i] // bt) + fixed[i]
-            else:
-                nb = g * (_ceil_div(done[i] + k, bt) - cached[i] // bt) + fixed[i]
+            nb = first_blocks(i, budget)
             if nb > free:
                 break
             waiting.popleft()
@@ -247,28 +276,34 @@ def run_schedule(
             if done[i] == target[i]:
                 completed.append(i)
         # 5: the step.
-        if exact:
-            dt = seconds(p_tokens, n_dec, ctx_sum, ctx_sum, p_pairs, p_read)
+        if not nd:
+            dt = seconds(p_tokens, 0, 0.0, 0.0, p_pairs, p_read)
+        elif exact:
+            dt = seconds(p_tokens, nd, ctx_sum, ctx_sum, p_pairs, p_read)
         else:  # a window or a recurrent state: each sequence at the mean context (docs/simulation.md)
-            mean = ctx_sum / n_dec if n_dec else 0.0
-            dt = seconds(p_tokens, n_dec, n_dec * float(attention.kv_read_tokens(mean)), n_dec * float(attention.attended_positions(mean)),
+            mean = ctx_sum / nd
+            dt = seconds(p_tokens, nd, nd * float(attention.kv_read_tokens(mean)), nd * float(attention.attended_positions(mean)),
                          p_pairs, p_read)  # fmt: skip
         start_append(now)
         duration_append(dt)
         used_append(kv_blocks - free)
         p_append(p_tokens)
-        d_append(n_dec)
+        d_append(nd)
         now += dt
-        ctx_sum += n_dec * tau
-        for i in finish_at.pop(s, ()):
-            if finish_step[i] != s:
+        ended = finish_at.pop(d, ()) if decoding else ()
+        released = release_at.pop(d, ()) if decoding else ()
+        if decoding:
+            ctx_sum += n_dec * tau
+        for i in ended:
+            if finish_step[i] != d:
                 continue  # preempted since: its entry is stale
+            finish_step[i] = -1  # a request preempted and prefilled again between two decoding steps has two entries here
             if reserve:
                 free += held[i]
                 held[i] = 0
-                ctx_sum -= start_ctx[i] + (s - s0[i] + 1) * tau
+                ctx_sum -= start_ctx[i] + (d - s0[i] + 1) * tau
             else:
-                ctx = start_ctx[i] + (s - s0[i]) + 1
+                ctx = start_ctx[i] + (d - s0[i]) + 1
                 free += g * (_ceil_div(ctx, bt) - cached[i] // bt) + fixed[i]
                 ctx_sum -= ctx
                 phase[(s0[i] - start_ctx[i]) % bt] -= 1
@@ -280,9 +315,11 @@ def run_schedule(
                 times.append(now + think)
                 order.append(issued)
                 issued += 1
-        for i in release_at.pop(s, ()):
+        for i in released:
             if first[i] != first[i]:
                 first[i] = now
+        if decoding:
+            d += 1
         for i in completed:
             prefilling.remove(i)
             if first_at_prefill:
@@ -301,18 +338,18 @@ def run_schedule(
                     issued += 1
                 continue
             state[i] = DECODING
-            s0[i], start_ctx[i] = s + 1, target[i]
+            s0[i], start_ctx[i] = d, target[i]  # it decodes from the next decoding step on
             n_dec += 1
             ctx_sum += target[i]
             if reserve:  # it keeps its reserved blocks; its forwards are planned
                 release, forwards = plan(output[i] - gen[i])
-                end = s + forwards
+                end = d - 1 + forwards
                 if release:
-                    release_at.setdefault(s + release, []).append(i)
+                    release_at.setdefault(d - 1 + release, []).append(i)
             else:
                 held[i] = 0  # a decoding sequence's blocks follow from its context
-                phase[(s + 1 - target[i]) % bt] += 1
-                end = s + output[i] - gen[i]
+                phase[(d - target[i]) % bt] += 1
+                end = d - 1 + output[i] - gen[i]
             finish_step[i] = end
             finish_at.setdefault(end, []).append(i)
         s += 1

@@ -80,6 +80,7 @@ class StepCost:
     full_context: bool  # the attention reads every cached token (full/GQA/MQA/MLA): decode sums are exact
     attention: Attention  # the model's, for the causal pairs of a prefill chunk
     multi_token: MultiTokenDecode | None = None  # speculative rounds or diffusion blocks (multi_token.py)
+    prefill_runs_alone: bool = False  # a step that prefills runs no decodes (SGLang's default); else they share steps (specs.Scheduler)
 
     def fixed_blocks(self, tokens: int) -> int:
         """The fixed blocks of a sequence whose whole length is `tokens` (taken at its admission)."""
@@ -249,6 +250,7 @@ def step_cost_for(
         full_context=_reads_full_context(attention),
         attention=attention,
         multi_token=multi_token,
+        prefill_runs_alone=bool(deployment.chip.scheduler and deployment.chip.scheduler.prefill_runs_alone),
     )
 
 

@@ -184,3 +184,27 @@ def test_an_idle_gap_costs_no_steps():
     result = run(toy_cost(), [0.0, 100.0], [10, 10], [1, 1])
     assert result.steps == 2
     assert np.allclose(result.ttft_s, [1.0, 1.0])
+
+
+def test_where_prefills_run_alone_a_prefill_step_pauses_the_decodes():
+    # SGLang's default: A decodes at 1 s; B arrives at 1.5 s and is prefilled alone in the step from 2 s, so A's
+    # second token waits a step. A then decodes at 3, 4 and 5 s and ends at 6 s, a step later than when
+    # they share steps (vLLM, TensorRT-LLM: B's prefill rides in A's decode step).
+    alone = dataclasses.replace(toy_cost(), prefill_runs_alone=True)
+    schedule = run_schedule(alone, SimulationWorkload(trace=Trace(arrival_s=[0.0, 1.5], prompt_tokens=[10, 10], output_tokens=[5, 2])).sample())
+    assert list(schedule.step_prefill_tokens) == [10, 0, 10, 0, 0, 0]
+    assert list(schedule.step_decode_sequences) == [0, 1, 0, 2, 1, 1]
+    assert list(schedule.first_token_s) == [1.0, 3.0] and list(schedule.finish_s) == [6.0, 4.0]
+    shared = run(toy_cost(), [0.0, 1.5], [10, 10], [5, 2])
+    assert list(shared.e2e_s) == [5.0, 2.5]
+
+
+def test_where_prefills_run_alone_a_request_waits_until_its_whole_prompt_fits():
+    # Blocks of 4 tokens, 4 in all, 8 tokens a step. A (4 + 10 tokens) holds 1 block after its prefill and grows to
+    # 4 by the end. B (15 prompt tokens, 4 blocks) arrives at 0.5 s: its first chunk of 8 (2 blocks) would fit at
+    # once, but SGLang counts the whole prompt, so B waits for A to finish at 10 s and is prefilled in two steps
+    # (8 and 7 tokens), never preempted.
+    alone = dataclasses.replace(toy_cost(token_budget=8, block_tokens=4, kv_blocks=4), prefill_runs_alone=True)
+    result = run(alone, [0.0, 0.5], [4, 15], [10, 1])
+    assert result.e2e_s[0] == 10.0 and result.ttft_s[1] == pytest.approx(12.0 - 0.5)
+    assert list(result.preemptions_per_request) == [0, 0]
