@@ -20,10 +20,13 @@ Where prefills run alone (SGLang's scheduler without --enable-mixed-chunk, its d
 when the queue has a request it can admit or a chunked prompt under way, else a decode batch;
 sgl-project/sglang python/sglang/srt/managers/scheduler.py, `get_next_batch_to_run`), a step that
 prefills advances no decoding sequence: decoding sequences advance with the steps that decode (`d`
-below), not with every step (`s`). Such a replica admits a request only when the blocks of its whole
-prompt are free and takes them at admission (SGLang's PrefillAdder counts a request's whole input
-against the free tokens); otherwise a chunk that no longer fits would be preempted and prefilled again
-while the decodes that would free the blocks never ran.
+below), not with every step (`s`). Such a replica admits a request only when the blocks of all it has
+to prefill (its prompt, or after a preemption its prompt and generated tokens, less cached prefix
+blocks) are free, and takes them at admission; otherwise a chunk that no longer fits would be
+preempted and prefilled again while the decodes that would free the blocks never ran. SGLang's
+PrefillAdder also reserves the request's answer (up to 4,096 tokens) and a decaying share of the
+running requests' remaining answers before it admits; that reservation is not modelled, so this
+replica admits more readily than SGLang does (docs/simulation.md).
 A multi-token step cost (multi_token.py: speculative rounds of k + 1 verified positions, or block
 diffusion's denoising and commit forwards of B positions) makes each decode step put several tokens per
 sequence through the model; such a replica reserves each request's whole context at admission
@@ -33,8 +36,8 @@ sequence through the model; such a replica reserves each request's whole context
 Speed (10,000 requests in well under a second on one core, in plain Python): nothing here loops over
 the running sequences per step. Decoding sequences advance together, so the scheduler keeps only
 their count, the sum of their contexts, the step each finishes at, and how many sit at each offset
-within a block (a sequence's context modulo the block size moves with the step index, so the
-sequences needing a new block at step s are those of one residue class). Per-sequence work happens
+within a block (a sequence's context modulo the block size moves with the index of the steps that
+decode, so the sequences needing a new block at decoding step d are those of one residue class). Per-sequence work happens
 only when a sequence joins, leaves or is preempted. The main loop is one function for the same reason:
 its state lives in local variables, the fastest Python has.
 """
@@ -276,12 +279,12 @@ def run_schedule(
             if done[i] == target[i]:
                 completed.append(i)
         # 5: the step.
-        if not nd:
+        if not decoding:
             dt = seconds(p_tokens, 0, 0.0, 0.0, p_pairs, p_read)
         elif exact:
             dt = seconds(p_tokens, nd, ctx_sum, ctx_sum, p_pairs, p_read)
         else:  # a window or a recurrent state: each sequence at the mean context (docs/simulation.md)
-            mean = ctx_sum / nd
+            mean = ctx_sum / nd if nd else 0.0
             dt = seconds(p_tokens, nd, nd * float(attention.kv_read_tokens(mean)), nd * float(attention.attended_positions(mean)),
                          p_pairs, p_read)  # fmt: skip
         start_append(now)

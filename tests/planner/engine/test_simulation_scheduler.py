@@ -208,3 +208,15 @@ def test_where_prefills_run_alone_a_request_waits_until_its_whole_prompt_fits():
     result = run(alone, [0.0, 0.5], [4, 15], [10, 1])
     assert result.e2e_s[0] == 10.0 and result.ttft_s[1] == pytest.approx(12.0 - 0.5)
     assert list(result.preemptions_per_request) == [0, 0]
+
+
+def test_where_prefills_run_alone_a_sequence_preempted_and_prefilled_again_between_decoding_steps_finishes_once():
+    # Blocks of 4 tokens, 4 in all. A (5 + 5 tokens) is prefilled from 0 s; B (1 + 6) arrives at 1 s and is prefilled
+    # alone while A waits; both decode from 2 s. At the decoding step from 5 s each needs a new block and one is
+    # free: B (the newer) is preempted, A finishes at 6 s, and B is prefilled again (its prompt and the 4 tokens it
+    # had) from 6 s, before any decode. Its finishing entry from before the preemption falls on the same decoding
+    # step as its new one, from 7 s: it finishes once, at 8 s.
+    alone = dataclasses.replace(toy_cost(token_budget=16, block_tokens=4, kv_blocks=4), prefill_runs_alone=True)
+    result = run(alone, [0.0, 1.0], [5, 1], [5, 6])
+    assert list(result.preemptions_per_request) == [0, 1]
+    assert list(result.ttft_s) == [1.0, 1.0] and list(result.e2e_s) == [6.0, 7.0]
