@@ -20,13 +20,13 @@ Where prefills run alone (SGLang's scheduler without --enable-mixed-chunk, its d
 when the queue has a request it can admit or a chunked prompt under way, else a decode batch;
 sgl-project/sglang python/sglang/srt/managers/scheduler.py, `get_next_batch_to_run`), a step that
 prefills advances no decoding sequence: decoding sequences advance with the steps that decode (`d`
-below), not with every step (`s`). Such a replica admits a request only when the blocks of all it has
-to prefill (its prompt, or after a preemption its prompt and generated tokens, less cached prefix
-blocks) are free, and takes them at admission; otherwise a chunk that no longer fits would be
-preempted and prefilled again while the decodes that would free the blocks never ran. SGLang's
-PrefillAdder also reserves the request's answer (up to 4,096 tokens) and a decaying share of the
-running requests' remaining answers before it admits; that reservation is not modelled, so this
-replica admits more readily than SGLang does (docs/simulation.md).
+below), not with every step (`s`). Such a replica admits a request as SGLang's PrefillAdder does:
+when the free blocks, less new_token_ratio times the running sequences' answers still to come, cover
+all it has to prefill (its prompt, or after a preemption its prompt and generated tokens, less cached
+prefix blocks) and its own answer (up to 4,096 tokens); it takes the prefill's blocks at admission, so
+a chunk never has to be preempted and prefilled again while the decodes that would free blocks never
+ran. The ratio starts at 0.7 and falls each decoding step to 0.098 (SGLang's defaults); a decoding
+step that preempts restarts it at 0.7, where SGLang re-estimates it from the batch.
 A multi-token step cost (multi_token.py: speculative rounds of k + 1 verified positions, or block
 diffusion's denoising and commit forwards of B positions) makes each decode step put several tokens per
 sequence through the model; such a replica reserves each request's whole context at admission
@@ -53,6 +53,15 @@ from .step_cost import StepCost
 from .workload import Requests
 
 WAITING, PREFILLING, DECODING, FINISHED = 0, 1, 2, 3
+
+# SGLang's admission reserve (python/sglang/srt/environ.py defaults; managers/schedule_policy.py, PrefillAdder):
+# a request is admitted when the free tokens, less new_token_ratio x each running request's remaining answer
+# (clipped at 4,096), cover its prompt and its whole answer (clipped); the ratio starts at 0.7 and falls by
+# (0.7 - 0.7 x 0.14) / 600 each decoding step to 0.7 x 0.14.
+SGLANG_CLIP_ANSWER_TOKENS = 4096
+SGLANG_INIT_NEW_TOKEN_RATIO = 0.7
+SGLANG_MIN_NEW_TOKEN_RATIO = SGLANG_INIT_NEW_TOKEN_RATIO * 0.14
+SGLANG_NEW_TOKEN_RATIO_DECAY = (SGLANG_INIT_NEW_TOKEN_RATIO - SGLANG_MIN_NEW_TOKEN_RATIO) / 600
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +170,12 @@ def run_schedule(
     # A disaggregated decode pool's requests arrive with their KV (disaggregated.py): SGLang's decode server
     # adds them to its running batch without a prefill forward, so there nothing prefills alone.
     alone = cost.prefill_runs_alone and requests.kv_transferred_tokens is None
+    # Where prefills run alone, SGLang's admission reserve: its ratio, and the decoding sequences' answers still
+    # to come at their decode start with the sum of their start steps, whose difference at decoding step d is
+    # what they have left (not clipped: the same as SGLang's for answers up to 4,096 tokens).
+    ratio = SGLANG_INIT_NEW_TOKEN_RATIO
+    left_at_start = 0
+    s0_sum = 0
     starts, durations, q_len, r_len, used, p_tok, d_seq = [], [], [], [], [], [], []
     seconds = cost.seconds  # positional and unchecked: the hot path
     causal, kv_read = attention.causal_pairs, attention.kv_read_tokens
@@ -169,7 +184,7 @@ def run_schedule(
     used_append, p_append, d_append = used.append, p_tok.append, d_seq.append
 
     def preempt_newest() -> None:
-        nonlocal free, n_dec, ctx_sum
+        nonlocal free, n_dec, ctx_sum, left_at_start, s0_sum
         victim = next(reversed(running))
         del running[victim]
         if state[victim] == DECODING:
@@ -179,6 +194,8 @@ def run_schedule(
             ctx_sum -= ctx
             phase[(s0[victim] - start_ctx[victim]) % bt] -= 1
             gen[victim] += d - s0[victim]
+            left_at_start -= output[victim] - gen[victim] + (d - s0[victim])
+            s0_sum -= s0[victim]
             finish_step[victim] = -1
         else:
             free += held[victim]
@@ -200,9 +217,17 @@ def run_schedule(
             return g * (_ceil_div(target[i], bt) - cached[i] // bt) + fixed[i]
         return g * (_ceil_div(done[i] + min(target[i] - done[i], budget), bt) - cached[i] // bt) + fixed[i]
 
+    def answer_reserve(i: int) -> int:
+        """The blocks SGLang keeps free for request i's answer (clipped) when it admits it, beyond its prompt's."""
+        return g * (_ceil_div(target[i] + min(output[i] - gen[i], SGLANG_CLIP_ANSWER_TOKENS), bt) - _ceil_div(target[i], bt))
+
+    def running_reserve() -> float:
+        """The blocks SGLang keeps for the running sequences' answers: the ratio of what they have left."""
+        return ratio * (left_at_start - (n_dec * d - s0_sum)) / bt if g else 0.0
+
     def admissible(i: int) -> bool:
         """Whether request i, at the queue's head, could be admitted in a step that prefills alone."""
-        return first_blocks(i, token_budget) <= free
+        return first_blocks(i, token_budget) + answer_reserve(i) <= free - running_reserve()
 
     def plan_chunks(budget: int) -> tuple[list[tuple[int, int, int]], int, int]:
         """The chunks of the sequences mid-prefill this step: (id, tokens, new blocks), and what is left."""
@@ -259,12 +284,17 @@ def run_schedule(
             free -= grow
             budget = token_budget - nd * q
         # 4: admission, first come first served.
+        promised = running_reserve() if alone and waiting else 0.0
         while admit and waiting and budget > 0 and len(running) < cap:
             i = waiting[0]
             k = min(target[i] - done[i], budget)
             nb = first_blocks(i, budget)
             if nb > free:
                 break
+            if alone:
+                promised += answer_reserve(i)
+                if nb + promised > free:
+                    break
             waiting.popleft()
             free -= nb
             running[i] = None
@@ -311,6 +341,8 @@ def run_schedule(
                 ctx_sum -= ctx
                 phase[(s0[i] - start_ctx[i]) % bt] -= 1
             n_dec -= 1
+            left_at_start -= output[i] - gen[i]
+            s0_sum -= s0[i]
             del running[i]
             state[i] = FINISHED
             finish[i] = now
@@ -323,6 +355,8 @@ def run_schedule(
                 first[i] = now
         if decoding:
             d += 1
+            if alone:  # SGLang: a step that retracted restarts the ratio (its estimate after a retraction is cruder)
+                ratio = SGLANG_INIT_NEW_TOKEN_RATIO if not admit else max(ratio - SGLANG_NEW_TOKEN_RATIO_DECAY, SGLANG_MIN_NEW_TOKEN_RATIO)
         for i in completed:
             prefilling.remove(i)
             if first_at_prefill:
@@ -343,6 +377,8 @@ def run_schedule(
             state[i] = DECODING
             s0[i], start_ctx[i] = d, target[i]  # it decodes from the next decoding step on
             n_dec += 1
+            left_at_start += output[i] - gen[i]
+            s0_sum += d
             ctx_sum += target[i]
             if reserve:  # it keeps its reserved blocks; its forwards are planned
                 release, forwards = plan(output[i] - gen[i])

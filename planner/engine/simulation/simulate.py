@@ -120,8 +120,8 @@ def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, r
         notes.append(f"{replicas} replicas behind a round-robin router, each with its own queue and KV cache")
     if cost.prefill_runs_alone:
         notes.append("prefills run alone, as the serving engine schedules by default (SGLang without --enable-mixed-chunk): a step "
-                     "that prefills runs no decodes, and a request is admitted only when the KV blocks of all it has to prefill are free "
-                     "(SGLang also reserves blocks for answers before it admits; not modelled)")  # fmt: skip
+                     "that prefills runs no decodes, and a request is admitted only when the free KV blocks, less a share of the running "
+                     "requests' answers still to come, hold all it has to prefill and its own answer")  # fmt: skip
     if not cost.full_context:
         notes.append("attention with a window or a recurrent state: each decode step prices every sequence at the mean context, "
                      "and KV blocks are counted for the full context (an upper bound on KV use)")  # fmt: skip

@@ -210,13 +210,26 @@ def test_where_prefills_run_alone_a_request_waits_until_its_whole_prompt_fits():
     assert list(result.preemptions_per_request) == [0, 0]
 
 
+def test_where_prefills_run_alone_the_running_answers_are_reserved_before_a_request_is_admitted():
+    # SGLang's PrefillAdder, blocks of one token, 21 in all. A (1 + 11 tokens) decodes from 1 s with 10 tokens to
+    # come, 0.7 x 10 = 7 blocks reserved for them. B (1 + 14) arriving at 1 s needs its prompt's block and 13 for
+    # its answer: 1 + 13 + 7 = 21 > the 20 free. As A decodes, the blocks it takes outrun the reserve it frees, so
+    # B waits for A to finish at 11 s (with vLLM's rule it would be prefilled at once, its first block free).
+    alone = dataclasses.replace(toy_cost(token_budget=64, block_tokens=1, kv_blocks=21), prefill_runs_alone=True)
+    result = run(alone, [0.0, 1.0], [1, 1], [11, 14])
+    assert result.e2e_s[0] == 11.0 and result.ttft_s[1] == 11.0
+    assert list(result.preemptions_per_request) == [0, 0]
+    assert run(dataclasses.replace(alone, prefill_runs_alone=False), [0.0, 1.0], [1, 1], [11, 14]).ttft_s[1] == 1.0
+
+
 def test_where_prefills_run_alone_a_sequence_preempted_and_prefilled_again_between_decoding_steps_finishes_once():
-    # Blocks of 4 tokens, 4 in all. A (5 + 5 tokens) is prefilled from 0 s; B (1 + 6) arrives at 1 s and is prefilled
-    # alone while A waits; both decode from 2 s. At the decoding step from 5 s each needs a new block and one is
-    # free: B (the newer) is preempted, A finishes at 6 s, and B is prefilled again (its prompt and the 4 tokens it
-    # had) from 6 s, before any decode. Its finishing entry from before the preemption falls on the same decoding
-    # step as its new one, from 7 s: it finishes once, at 8 s.
-    alone = dataclasses.replace(toy_cost(token_budget=16, block_tokens=4, kv_blocks=4), prefill_runs_alone=True)
-    result = run(alone, [0.0, 1.0], [5, 1], [5, 6])
+    # Blocks of one token, 21 in all. A (1 + 11 tokens) is prefilled from 0 s. B (1 + 12) arrives at 1 s: its block
+    # and 11 for its answer, beside 0.7 x 10 reserved for A's, fit the 20 free (19), so it is prefilled alone while
+    # A waits; both decode from 2 s. The reserve was short of what A takes: at the decoding step from 11 s both need
+    # a block and one is free, so B (the newer) is preempted and A finishes at 12 s. B is prefilled again (its
+    # prompt and the 10 tokens it had) from 12 s, before any decode, so its finishing entry from before the
+    # preemption falls on the same decoding step as its new one, from 13 s: it finishes once, at 14 s.
+    alone = dataclasses.replace(toy_cost(token_budget=64, block_tokens=1, kv_blocks=21), prefill_runs_alone=True)
+    result = run(alone, [0.0, 1.0], [1, 1], [11, 12])
     assert list(result.preemptions_per_request) == [0, 1]
-    assert list(result.ttft_s) == [1.0, 1.0] and list(result.e2e_s) == [6.0, 7.0]
+    assert list(result.ttft_s) == [1.0, 1.0] and list(result.e2e_s) == [12.0, 13.0]
