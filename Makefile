@@ -32,9 +32,12 @@ run: catalog
 
 ## Run the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set).
 ## TEST_PROCESSES: pytest-xdist processes (each its own database, Redis database and broker: tests/xdist_env.py).
+## The API schema fuzz runs after them in one process: its last test counts every request the module sent, and
+## pytest-xdist neither keeps schemathesis's cases together nor reports each of them under --dist loadfile.
 TEST_PROCESSES ?= 2
 test: install
-	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
+	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal --ignore=tests/api_fuzz
+	HWPLANNER_BROKER_DIR=var/test-broker $(BIN)/python -m pytest tests/api_fuzz
 
 bench: install
 	$(BIN)/python manage.py benchplanner

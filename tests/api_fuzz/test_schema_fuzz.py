@@ -33,6 +33,8 @@ MAX_EXAMPLES = 30
 MAX_EXAMPLES_PLAN_CREATE = 15
 MIN_REQUESTS = 2_000
 PLAN_CREATE = {"method": "POST", "path": "/api/v1/plans/"}
+# make test runs this module in one process of its own after the pytest-xdist run of the rest, so its last test
+# counts every request the fuzz sent (split over two processes, each saw part of them and the count skipped).
 
 GENERATION = {
     # NUL in every string: paths, queries and bodies. PostgreSQL stores none, so each must be refused
