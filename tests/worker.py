@@ -14,11 +14,12 @@ from pathlib import Path
 
 from django.db import connection
 
+from tests.xdist_env import worker_index
+
 ROOT = Path(__file__).resolve().parent.parent
 # One log of each kind per test process (pytest-xdist runs two: tests/xdist_env.py).
-_PROCESS = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-WORKER_LOG = ROOT / "var" / f"test-worker-{_PROCESS}.log"
-WEB_LOG = ROOT / "var" / f"test-web-{_PROCESS}.log"
+WORKER_LOG = ROOT / "var" / f"test-worker-gw{worker_index()}.log"
+WEB_LOG = ROOT / "var" / f"test-web-gw{worker_index()}.log"
 
 
 def worker_env() -> dict[str, str]:

@@ -5,7 +5,7 @@ pytest-django, but Redis and the file broker are named by the environment: two p
 database would take each other's Celery messages (a worker of one process running the other's task
 against the wrong database) and clear each other's rate-limit counters. This plugin is imported before
 pytest-django reads the settings, so the process `gwN` moves to Redis database n + N and to its own
-broker folder and var/ folder, and the Celery workers and web processes that its tests start inherit both.
+broker folder and var/ folder, and the Celery workers and web processes that its tests start inherit all three.
 """
 from __future__ import annotations
 
