@@ -38,6 +38,7 @@ from planner.engine.uncertainty import (
     save_bands,
     serving_of,
 )
+from planner.accuracy_tables import group_stats
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
@@ -211,7 +212,7 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
                 fold = _fit_with_transfer(~mask, rows, parts, families, chip_slugs, fittable, measured, models, chips)
                 predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
                 held_out += _strip(predicted)
-            report["cv"][label] = summarize(held_out)
+            report["cv"][label] = {**summarize(held_out), "by_group": group_stats(held_out, key)}
             if key == "chip":
                 report["intervals"] = _chip_family_interval_check(held_out)
                 if keep_held_out:
@@ -241,6 +242,13 @@ def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
             "coverage_cv_by_chip_kind": {"chip": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
 
 
+# Every efficiency at its ceiling and no fixed cost: the planner's roofline of a published layout (each peak reached,
+# nothing spent between kernels or before a first token).
+ROOFLINE = {"compute_fraction": 1.0, "bandwidth_fraction": 1.0, "link_bandwidth_fraction": 1.0, "expert_efficiency": 1.0,
+            "step_overhead_s": 0.0, "collective_overhead_s": 0.0, "prefill_layer_overhead_s": 0.0, "request_overhead_s": 0.0,
+            "request_overhead_per_expert_layer_s": 0.0}  # fmt: skip
+
+
 class _Silicon:
     """The silicon rows resolved against the catalog once, predicted under any serving-engine profiles."""
 
@@ -251,6 +259,36 @@ class _Silicon:
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
         self.decode_workers = published_decode_workers(self.measured)
+
+    def spec_key(self, row) -> tuple[str, str, str] | None:
+        """The row's (model, chip, engine) key into self.specs, the specs built on first use; None when the catalog does not
+        know its model or chip."""
+        model, chip = self.models.get(row.model_path), self.chips.get(row.system)
+        if model is None or chip is None:
+            return None
+        engine = ENGINE_NAMES.get(row.engine, row.engine)
+        key = (model.slug, chip.slug, engine)
+        if key not in self.specs:
+            chip_spec = dataclasses.replace(catalog_specs.chip_spec(chip), scheduler=self.schedulers.get(engine))
+            self.specs[key] = (catalog_specs.model_spec(model), chip_spec)
+        return key
+
+    def tpot_rooflines(self) -> dict[str, float]:
+        """Each row's TPOT on the planner's roofline (ROOFLINE): an autoregressive decode of the published layout and
+        batch (the decode workers read as predict reads them) at 100% of the chip's bandwidth and FLOP/s."""
+        found = {}
+        for row in self.measured:
+            key = self.spec_key(row)
+            if key is None:
+                continue
+            try:
+                est = silicon_estimates(row, *self.specs[key], calibration=self.calibration, efficiency=ROOFLINE, in_step_share=0.0,
+                                        decode_workers=self.decode_workers)["tpot_s"]
+            except ValueError:
+                continue
+            if est.fits:
+                found[row.id] = est.tpot_s
+        return found
 
     def group_of(self, row, key: str) -> str | None:
         """The row's engine, chip or model family (CV_GROUPS' keys) as a predicted row names it; None when the
@@ -282,10 +320,7 @@ class _Silicon:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"})
                 continue
             engine = ENGINE_NAMES.get(row.engine, row.engine)
-            key = (model.slug, chip.slug, engine)
-            if key not in self.specs:
-                chip_spec = dataclasses.replace(catalog_specs.chip_spec(chip), scheduler=self.schedulers.get(engine))
-                self.specs[key] = (catalog_specs.model_spec(model), chip_spec)
+            key = self.spec_key(row)
             profile = profile_for(profiles, engine) if profiles else None
             source = f"fitted serving-engine profile ({engine if engine in (profiles or {}) else 'pooled'})" if profile else None
             kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None,
@@ -412,6 +447,8 @@ def _silicon_report(
     rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
     report["replicates"] = replicate_spread(silicon.measured)
+    rooflines = silicon.tpot_rooflines()
+    _mark_below_roofline(report, rooflines)
     if stored:
         report["profiles_used"] = load_profiles(ENGINE_PROFILES)[1]
     if rows:
@@ -425,6 +462,7 @@ def _silicon_report(
                       "planner/engine/fit.py, docs/accuracy.md#the-fit)")  # fmt: skip
     fitted_rows, fitted_unpredicted = silicon.predict(profiles=profiles)
     fitted = _report(fitted_rows, fitted_unpredicted, total)
+    _mark_below_roofline(fitted, rooflines)
     report = {**fitted, "spec_defaults": report["summary"], "intervals": report["intervals"], "replicates": report["replicates"],
               "fit": {"profiles": profiles_table(profiles)}}  # fmt: skip
     if cv:
@@ -447,11 +485,37 @@ def _silicon_report(
                     fold_profiles.pop(group, None)
                 predicted, _ = silicon.predict(profiles=fold_profiles, only=held, decode_workers=fold_workers)
                 held_out_rows += [{k: v for k, v in r.items() if k != "_parts"} for r in predicted]
-            report["cv"][label] = summarize(held_out_rows)
+            report["cv"][label] = {**summarize(held_out_rows), "by_group": group_stats(held_out_rows, key),
+                                   "tpot_within_roofline": _within_roofline(held_out_rows, rooflines)}  # fmt: skip
             held_out_all += held_out_rows
         if keep_held_out:
             report["_held_out"] = held_out_all
     return report
+
+
+def _within_roofline(rows: list[dict], rooflines: dict[str, float]) -> dict[str, float]:
+    """The TPOT values at or above their roofline (the others no autoregressive decode of the published layout reaches)."""
+    return summarize(r for r in rows if r["metric"] == "tpot_s" and r["measured"] >= rooflines.get(r["id"], 0.0))
+
+
+def _mark_below_roofline(report: dict[str, Any], rooflines: dict[str, float]) -> None:
+    """Each TPOT row says whether its measured value lies below the planner's roofline of its published layout and batch
+    (every efficiency at 1, no fixed cost): speculative decoding, a batch smaller than the concurrency says, or a layout not
+    recorded; the row stays in every figure. The report counts them, by engine and serving mode, and gives the MdAPE of
+    the other TPOT values beside the whole."""
+    below = []
+    for r in report["rows"]:
+        roofline = rooflines.get(r["id"]) if r["metric"] == "tpot_s" else None
+        r["tpot_roofline"] = roofline
+        r["below_roofline"] = None if roofline is None else bool(r["measured"] < roofline)
+        if r["below_roofline"]:
+            below.append(r)
+    counts: dict[str, int] = {}
+    for r in below:
+        label = f"{r['mode']} {r['engine']}"
+        counts[label] = counts.get(label, 0) + 1
+    report["below_roofline"] = {"tpot_s": {"count": len(below), "by_mode_engine": dict(sorted(counts.items())),
+                                           "within": _within_roofline(report["rows"], rooflines)}}  # fmt: skip
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -484,6 +548,11 @@ def format_report(report: dict[str, Any]) -> str:
         floors = "  ".join(f"{m} {replicates[m]['mdape']:.1f}% (n={replicates[m]['count']})" for m in SILICON_METRICS if replicates[m]["count"])
         lines.append(f"the same published configuration measured more than once ({replicates['groups']} configurations): each value "
                      f"against its configuration's geometric mean, the least error any prediction can have on them: MdAPE {floors}")  # fmt: skip
+    below = (report.get("below_roofline") or {}).get("tpot_s")
+    if below:
+        lines.append(f"below the planner's roofline (every efficiency at 1, no fixed cost): {below['count']} TPOT values "
+                     f"({', '.join(f'{k} {n}' for k, n in below['by_mode_engine'].items())}); TPOT MdAPE without them "
+                     f"{below['within']['mdape']:.1f}% (n={below['within']['count']})")  # fmt: skip
     intervals = report.get("intervals")
     if intervals:
         def by_serving(k):

@@ -13,6 +13,8 @@ from django.core.management import call_command
 
 from planner.engine.family_fit import FAMILY_PARAMETERS, FamilyParts, load_family_profiles, surrogate
 
+from tests.planner.accuracy_doc import assert_doc_holds_the_tables
+
 OTHER_CHIPS = Path(__file__).resolve().parents[2] / "benchmarks" / "measurements" / "other_chips.csv"
 
 
@@ -43,6 +45,7 @@ def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold
     families = {p["family"]: p for p in report["fit"]["family_profiles"]}
     assert "NVIDIA gpu" not in families  # NVIDIA GPUs have the serving-engine profiles
     assert all(0.02 <= p["compute_fraction"] <= 0.95 and 0.05 <= p["bandwidth_fraction"] <= 0.95 for p in families.values())
+    assert_doc_holds_the_tables("benchmarks/measurements/other_chips.csv", report)
 
 
 def test_the_stored_family_profiles_are_what_the_documented_command_fits(catalog, capsys, tmp_path):

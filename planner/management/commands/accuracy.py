@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.accuracy import accuracy_report, format_report, write_error_bands
+from planner.accuracy_tables import markdown_report, splice_generated
 from planner.services import json_safe
 
 
@@ -15,6 +16,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("csv", type=Path)
         parser.add_argument("--json", action="store_true", dest="as_json")
+        parser.add_argument("--markdown", action="store_true", help="docs/accuracy.md's tables for this file (with --cv: held out, "
+                            "in-sample by engine, chip and the rest, the largest misses).")
+        parser.add_argument("--write-doc", type=Path, help="With --markdown: write the tables into this doc, between its line "
+                            "'<!-- generated: manage.py accuracy CSV --cv --markdown -->' (CSV as given here) and the next "
+                            "'<!-- end generated -->'.")
         parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations, serving-engine and chip-family profiles.")
         parser.add_argument("--fit", action="store_true", help="Fit profiles to this file (serving-engine profiles to a silicon file, chip-family "
                             "profiles to this project's format) and predict with them (in-sample).")
@@ -25,12 +31,19 @@ class Command(BaseCommand):
         parser.add_argument("--bands-other", type=Path, help="With --bands-out: also the bands of the chips the silicon file does not measure, from "
                             "this measurements file (this project's format) predicted with chip-family profiles, each chip held out.")
 
-    def handle(self, *args, csv: Path, as_json: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, bands_other, **options):
+    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, bands_other, write_doc,
+               **options):
         for path in (csv, bands_other):
             if path is not None and not path.is_file():
                 raise CommandError(f"{path}: no such file")
         if bands_other and not bands_out:
             raise CommandError("--bands-other needs --bands-out")
+        if as_json and markdown:
+            raise CommandError("--json and --markdown: choose one")
+        if write_doc is not None and not (markdown and cv):
+            raise CommandError("--write-doc needs --markdown and --cv (the doc's tables are the cross-validated report's)")
+        if write_doc is not None and not write_doc.is_file():
+            raise CommandError(f"{write_doc}: no such file")
         if bands_out:
             count = write_error_bands(csv_path=csv, out=bands_out, other_chips=bands_other)
             self.stdout.write(f"{count} error bands written to {bands_out}")
@@ -41,5 +54,13 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if as_json:
             self.stdout.write(json.dumps(json_safe(report), indent=1))
+        elif write_doc is not None:
+            try:
+                write_doc.write_text(splice_generated(write_doc.read_text(), str(csv), markdown_report(report)))
+            except ValueError as exc:
+                raise CommandError(f"{write_doc}: {exc}") from None
+            self.stdout.write(f"{write_doc}: the tables of {csv} written")
+        elif markdown:
+            self.stdout.write(markdown_report(report))
         else:
             self.stdout.write(format_report(report))
