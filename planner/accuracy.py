@@ -11,7 +11,7 @@ from typing import Any
 
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
-from planner.engine import absolute_percentage_error, predict_metric, predict_row, read_measurements, summarize
+from planner.engine import absolute_percentage_error, group_stats, predict_metric, predict_row, read_measurements, summarize
 import numpy as np
 
 from planner.engine.efficiency import default_efficiency, resolve_efficiency
@@ -38,11 +38,10 @@ from planner.engine.uncertainty import (
     save_bands,
     serving_of,
 )
-from planner.accuracy_tables import group_stats
 from planner.engine_profiles import ENGINE_PROFILES
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
-from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates
+from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -242,13 +241,6 @@ def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
             "coverage_cv_by_chip_kind": {"chip": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
 
 
-# Every efficiency at its ceiling and no fixed cost: the planner's roofline of a published layout (each peak reached,
-# nothing spent between kernels or before a first token).
-ROOFLINE = {"compute_fraction": 1.0, "bandwidth_fraction": 1.0, "link_bandwidth_fraction": 1.0, "expert_efficiency": 1.0,
-            "step_overhead_s": 0.0, "collective_overhead_s": 0.0, "prefill_layer_overhead_s": 0.0, "request_overhead_s": 0.0,
-            "request_overhead_per_expert_layer_s": 0.0}  # fmt: skip
-
-
 class _Silicon:
     """The silicon rows resolved against the catalog once, predicted under any serving-engine profiles."""
 
@@ -274,20 +266,14 @@ class _Silicon:
         return key
 
     def tpot_rooflines(self) -> dict[str, float]:
-        """Each row's TPOT on the planner's roofline (ROOFLINE): an autoregressive decode of the published layout and
-        batch (the decode workers read as predict reads them) at 100% of the chip's bandwidth and FLOP/s."""
+        """Each row's least TPOT on the planner's roofline (silicon.tpot_roofline_s); rows the catalog cannot resolve, or
+        whose layout the planner cannot run, have none."""
         found = {}
         for row in self.measured:
             key = self.spec_key(row)
-            if key is None:
-                continue
-            try:
-                est = silicon_estimates(row, *self.specs[key], calibration=self.calibration, efficiency=ROOFLINE, in_step_share=0.0,
-                                        decode_workers=self.decode_workers)["tpot_s"]
-            except ValueError:
-                continue
-            if est.fits:
-                found[row.id] = est.tpot_s
+            roofline = tpot_roofline_s(row, *self.specs[key], calibration=self.calibration) if key else None
+            if roofline is not None:
+                found[row.id] = roofline
         return found
 
     def group_of(self, row, key: str) -> str | None:
@@ -499,14 +485,14 @@ def _within_roofline(rows: list[dict], rooflines: dict[str, float]) -> dict[str,
 
 
 def _mark_below_roofline(report: dict[str, Any], rooflines: dict[str, float]) -> None:
-    """Each TPOT row says whether its measured value lies below the planner's roofline of its published layout and batch
-    (every efficiency at 1, no fixed cost): speculative decoding, a batch smaller than the concurrency says, or a layout not
-    recorded; the row stays in every figure. The report counts them, by engine and serving mode, and gives the MdAPE of
-    the other TPOT values beside the whole."""
+    """Each TPOT row carries the least TPOT the planner's physics allows its measurements (`tpot_roofline_s`,
+    silicon.tpot_roofline_s) and whether the measured value lies below it (`below_roofline`): a value no autoregressive
+    decode of the published layout reaches (speculative decoding, a layout not recorded); it stays in every figure. The
+    report counts them, by serving mode and engine, and gives the MdAPE of the other TPOT values beside the whole."""
     below = []
     for r in report["rows"]:
         roofline = rooflines.get(r["id"]) if r["metric"] == "tpot_s" else None
-        r["tpot_roofline"] = roofline
+        r["tpot_roofline_s"] = roofline
         r["below_roofline"] = None if roofline is None else bool(r["measured"] < roofline)
         if r["below_roofline"]:
             below.append(r)
@@ -550,7 +536,7 @@ def format_report(report: dict[str, Any]) -> str:
                      f"against its configuration's geometric mean, the least error any prediction can have on them: MdAPE {floors}")  # fmt: skip
     below = (report.get("below_roofline") or {}).get("tpot_s")
     if below:
-        lines.append(f"below the planner's roofline (every efficiency at 1, no fixed cost): {below['count']} TPOT values "
+        lines.append(f"below the least TPOT the planner's physics allows the measurements (silicon.tpot_roofline_s): {below['count']} TPOT values "
                      f"({', '.join(f'{k} {n}' for k, n in below['by_mode_engine'].items())}); TPOT MdAPE without them "
                      f"{below['within']['mdape']:.1f}% (n={below['within']['count']})")  # fmt: skip
     intervals = report.get("intervals")

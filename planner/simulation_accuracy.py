@@ -15,6 +15,7 @@ whose inputs the source does not state, is listed with the reason and counted ap
 from __future__ import annotations
 
 import csv
+import math
 import re
 import statistics
 from pathlib import Path
@@ -295,6 +296,20 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
             m = stats["by_metric"]
             cell = lambda k: f"{m[k]['mdape']:.1f}% ({m[k]['count']})" if m[k]["count"] else "-"  # noqa: E731
             lines.append(f"| {p} | {stats['mdape']:.1f}% ({stats['count']}) | {cell('ttft')} | {cell('tpot')} |")
+    lines += ["", "By study (the id's first word), each cell MdAPE (median simulated / published, values):", "",
+              "| study | p50 TTFT | p50 TPOT | p99 TTFT | p99 TPOT |", "|---|---|---|---|---|"]
+    studies: dict[str, dict[tuple[str, str], list[dict]]] = {}
+    for v in report["values"]:
+        studies.setdefault(v["id"].split("-")[0], {}).setdefault((v["percentile"], v["metric"]), []).append(v)
+    for study, by in sorted(studies.items()):
+        if not any(p in ("p50", "p99") for p, _ in by):
+            continue  # a study that publishes neither (NIM's unlabelled means)
+        cells = []
+        for key in (("p50", "ttft"), ("p50", "tpot"), ("p99", "ttft"), ("p99", "tpot")):
+            values = by.get(key, [])
+            ratio = math.exp(statistics.median(math.log(v["predicted_s"] / v["measured_s"]) for v in values)) if values else 0.0
+            cells.append(f"{statistics.median(v['ape'] for v in values):.1f}% ({ratio:.2f}x, {len(values)})" if values else "")
+        lines.append(f"| {study} | " + " | ".join(cells) + " |")
     lines += ["", "| row | engine | chip | metric | published ms | simulated ms | APE % |", "|---|---|---|---|---:|---:|---:|"]
     for v in report["values"]:
         kind = f" ({v['tpot_kind']})" if v["metric"] == "tpot" and v["tpot_kind"] and v["tpot_kind"] != "tpot" else ""

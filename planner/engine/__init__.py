@@ -13,8 +13,10 @@ from .accuracy import (
     absolute_percentage_error,
     choose_layout,
     decoding_from_params,
+    group_stats,
     predict_metric,
     predict_row,
+    ratio_stats,
     read_measurements,
     summarize,
 )
@@ -58,5 +60,5 @@ __all__ = [
     "blocks_saved_by_early_stop", "cartesian_grid", "choose_compute_dtype", "choose_layout", "decoding_from_params",
     "default_efficiency", "default_kv_dtype", "estimate", "evaluate", "expected_tokens_per_step", "experts_touched",
     "lpu_min_chips", "method_names", "pareto_front", "policy_for", "predict_metric", "predict_row", "read_measurements",
-    "resolve_efficiency", "search", "speculative_speedup", "summarize", "tensor_parallel_options", "weights_total_bytes",
+    "resolve_efficiency", "search", "speculative_speedup", "group_stats", "ratio_stats", "summarize", "tensor_parallel_options", "weights_total_bytes",
 ]  # fmt: skip

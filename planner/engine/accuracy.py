@@ -9,8 +9,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dtypes import default_kv_dtype
@@ -52,6 +53,29 @@ def summarize(rows: Iterable[Mapping]) -> dict:
         out[name] = {g: _stats(e) for g, e in sorted(groups.items())}
     return out
 
+
+
+def ratio_stats(rows: Iterable[Mapping]) -> dict[str, float]:
+    """MdAPE, count and the median of predicted / measured (above 1: predicted too high) of some predicted values
+    (a value neither side of which is positive has no ratio and counts in the MdAPE only)."""
+    items = list(rows)
+    if not items:
+        return {"mdape": float("nan"), "count": 0, "ratio": float("nan")}
+    logs = [math.log(float(r["predicted"]) / float(r["measured"])) for r in items if float(r["predicted"]) > 0 and float(r["measured"]) > 0]
+    ratio = math.exp(statistics.median(logs)) if logs else float("nan")
+    return {"mdape": statistics.median(float(r["ape"]) for r in items), "count": len(items), "ratio": ratio}
+
+
+def group_stats(rows: Iterable[Mapping], key: str | Callable[[Mapping], tuple[int, str] | None]) -> dict[str, dict[str, dict[str, float]]]:
+    """{group: {metric: ratio_stats}} over the rows: grouped by a row key, the groups in the order of their names; or by
+    a function of the row giving (rank, label), the groups in the order of rank (None leaves the row out)."""
+    of = key if callable(key) else (lambda r: (0, str(r[key])) if r.get(key) is not None else None)
+    groups: dict[tuple[int, str], dict[str, list[Mapping]]] = {}
+    for r in rows:
+        group = of(r)
+        if group is not None:
+            groups.setdefault(group, {}).setdefault(r["metric"], []).append(r)
+    return {label: {m: ratio_stats(v) for m, v in sorted(by_metric.items())} for (_, label), by_metric in sorted(groups.items())}
 
 def predict_metric(metric: str, estimate_: Estimate) -> float:
     """The number an Estimate predicts for a measured metric name."""

@@ -339,6 +339,31 @@ def silicon_estimates(
     return {"ttft_s": ttft, "tpot_s": decode}
 
 
+# Every efficiency at its ceiling and no fixed cost: the planner's roofline (each peak reached, nothing spent between
+# kernels or before a first token).
+ROOFLINE = {"compute_fraction": 1.0, "bandwidth_fraction": 1.0, "link_bandwidth_fraction": 1.0, "expert_efficiency": 1.0,
+            "step_overhead_s": 0.0, "collective_overhead_s": 0.0, "prefill_layer_overhead_s": 0.0, "request_overhead_s": 0.0,
+            "request_overhead_per_expert_layer_s": 0.0}  # fmt: skip
+
+
+def tpot_roofline_s(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None) -> float | None:
+    """The least TPOT the planner's physics allows the row's measurements: one autoregressive decode step of its published
+    layout on the planner's roofline (ROOFLINE), no prefill beside it, holding the fewest sequences the measurements
+    allow. A closed loop of C clients decodes, by Little's law, C x (G - 1) TPOT / (TTFT + (G - 1) TPOT) sequences at a
+    time on average (G output tokens, the measured TTFT and TPOT); they are spread over the published decode workers,
+    one a worker where the row does not publish their count. None where the planner cannot run the layout."""
+    streamed = (row.output_tokens - 1) * row.tpot_s
+    decoding = row.concurrency * streamed / max(row.ttft_s + streamed, 1e-30)
+    fewest = dataclasses.replace(row, concurrency=max(int(decoding), 1))
+    workers = {row.engine: float(fewest.concurrency)}  # read only where decode_num_workers is not published
+    try:
+        est = silicon_estimates(fewest, model, chip, calibration=calibration, efficiency=ROOFLINE, in_step_share=0.0, decode_workers=workers)
+    except ValueError:
+        return None
+    decode = est["tpot_s"]
+    return float(decode.decode.time_s) if decode.fits else None
+
+
 def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch: int, request_overhead_s: float, in_step_share: float) -> Estimate:
     """The prefill estimate with the closed loop's queue in its TTFT (the request overhead is
     spent before the queue, not in a prefill worker); `batch` prompts are prefilled at once."""

@@ -125,3 +125,37 @@ def test_a_range_ratio_is_refused_for_a_file_that_states_its_own_lengths(catalog
     _write(path, [{**BASE, "id": "poisson", "chip": "H100 SXM 80GB", "arrival": "poisson", "rate_per_s": "4"}])
     with pytest.raises(CommandError, match="range-ratio"):
         call_command("simaccuracy", str(path), "--range-ratio", "0.8")
+
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "fixtures" / "serving_percentiles.csv"
+
+
+@pytest.mark.django_db
+def test_the_published_percentiles_are_simulated_and_docs_accuracy_md_prints_what_the_command_does(catalog, capsys):
+    """docs/accuracy.md's serving-percentile tables are `manage.py simaccuracy tests/fixtures/serving_percentiles.csv
+    --markdown`, figures within a rounding step; the summary it leads with is the JSON's."""
+    from tests.planner.accuracy_doc import assert_doc_holds
+
+    call_command("simaccuracy", str(PUBLISHED), "--markdown")
+    tables = capsys.readouterr().out
+    assert_doc_holds("manage.py simaccuracy tests/fixtures/serving_percentiles.csv --markdown", tables.rstrip("\n"))
+    call_command("simaccuracy", str(PUBLISHED), "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert report["rows"] == 174 and len(report["unpredicted"]) == 15
+    p50 = report["summary"]["p50"]
+    assert f"| p50 | {p50['mdape']:.1f}% ({p50['count']}) |" in tables
+    assert "| dstack |" in tables and "| inferencex |" in tables and "| nim |" not in tables  # NIM publishes neither p50 nor p99
+
+
+def test_simaccuracy_refuses_bad_combinations_and_changes_nothing(tmp_path):
+    from django.core.management import CommandError
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("no block\n")
+    with pytest.raises(CommandError, match="choose one"):
+        call_command("simaccuracy", str(PUBLISHED), "--json", "--markdown")
+    with pytest.raises(CommandError, match="needs --markdown"):
+        call_command("simaccuracy", str(PUBLISHED), "--write-doc", str(doc))
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("simaccuracy", str(PUBLISHED), "--markdown", "--write-doc", str(tmp_path / "missing.md"))
+    assert doc.read_text() == "no block\n"

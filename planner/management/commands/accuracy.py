@@ -6,7 +6,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from planner.accuracy import accuracy_report, format_report, write_error_bands
-from planner.accuracy_tables import markdown_report, splice_generated
+from planner.accuracy_tables import markdown_report
+from planner import doc_blocks
 from planner.services import json_safe
 
 
@@ -40,10 +41,17 @@ class Command(BaseCommand):
             raise CommandError("--bands-other needs --bands-out")
         if as_json and markdown:
             raise CommandError("--json and --markdown: choose one")
-        if write_doc is not None and not (markdown and cv):
-            raise CommandError("--write-doc needs --markdown and --cv (the doc's tables are the cross-validated report's)")
-        if write_doc is not None and not write_doc.is_file():
-            raise CommandError(f"{write_doc}: no such file")
+        doc_command = f"manage.py accuracy {csv} --cv --markdown"
+        if write_doc is not None:
+            if not (markdown and cv) or spec_defaults or fit or profiles_out or bands_out:
+                raise CommandError("--write-doc writes the doc's tables: give it with --markdown and --cv only (no --spec-defaults, --fit, "
+                                   "--profiles-out or --bands-out)")  # fmt: skip
+            if not write_doc.is_file():
+                raise CommandError(f"{write_doc}: no such file")
+            try:
+                doc_blocks.check_doc(write_doc, command=doc_command)
+            except ValueError as exc:
+                raise CommandError(f"{write_doc}: {exc}") from None
         if bands_out:
             count = write_error_bands(csv_path=csv, out=bands_out, other_chips=bands_other)
             self.stdout.write(f"{count} error bands written to {bands_out}")
@@ -55,8 +63,9 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps(json_safe(report), indent=1))
         elif write_doc is not None:
+            tables = markdown_report(report)
             try:
-                write_doc.write_text(splice_generated(write_doc.read_text(), str(csv), markdown_report(report)))
+                doc_blocks.write_doc(write_doc, command=doc_command, text=tables)
             except ValueError as exc:
                 raise CommandError(f"{write_doc}: {exc}") from None
             self.stdout.write(f"{write_doc}: the tables of {csv} written")

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from planner import doc_blocks
 from planner.services import json_safe
 from planner.simulation_accuracy import format_simulation_accuracy, markdown_simulation_accuracy, simulation_accuracy_report
 
@@ -19,15 +20,35 @@ class Command(BaseCommand):
         parser.add_argument("--range-ratio", type=float, default=None, dest="range_ratio",
                             help="A silicon file only: draw each length uniformly in [R x L, L] (InferenceX's --random-range-ratio) "
                                  "instead of the fixed lengths its README states.")
+        parser.add_argument("--write-doc", type=Path, help="With --markdown: write the tables into this doc, between its line "
+                            "'<!-- generated: manage.py simaccuracy CSV --markdown -->' (CSV as given here) and the next '<!-- end generated -->'.")
 
-    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, range_ratio: float | None, **options):
-        if not csv.is_file():
-            raise CommandError(f"{csv}: no such file")
+    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, range_ratio: float | None, write_doc: Path | None, **options):
+        for path in (csv, write_doc):
+            if path is not None and not path.is_file():
+                raise CommandError(f"{path}: no such file")
+        if as_json and markdown:
+            raise CommandError("--json and --markdown: choose one")
+        doc_command = f"manage.py simaccuracy {csv} --markdown"
+        if write_doc is not None:
+            if not markdown or range_ratio is not None:
+                raise CommandError("--write-doc needs --markdown (and the lengths as the file states them, no --range-ratio)")
+            try:
+                doc_blocks.check_doc(write_doc, command=doc_command)
+            except ValueError as exc:
+                raise CommandError(f"{write_doc}: {exc}") from None
         try:
             report = simulation_accuracy_report(csv_path=csv, range_ratio=range_ratio)
         except (KeyError, ValueError) as exc:
             raise CommandError(f"{csv}: {exc}") from None
-        if markdown:
+        if write_doc is not None:
+            tables = markdown_simulation_accuracy(report)
+            try:
+                doc_blocks.write_doc(write_doc, command=doc_command, text=tables)
+            except ValueError as exc:
+                raise CommandError(f"{write_doc}: {exc}") from None
+            self.stdout.write(f"{write_doc}: the tables of {csv} written")
+        elif markdown:
             self.stdout.write(markdown_simulation_accuracy(report))
         else:
             self.stdout.write(json.dumps(json_safe(report), indent=1) if as_json else format_simulation_accuracy(report))
