@@ -100,7 +100,7 @@ def test_the_command_writes_the_tables_into_a_doc(catalog, tmp_path, capsys):
     command = f"manage.py accuracy {csv} --cv --markdown"
     doc.write_text(f"intro\n\n{generated_marker(command)}\n<!-- end generated -->\n")
     call_command("accuracy", csv, "--cv", "--markdown", "--write-doc", str(doc))
-    assert "written" in capsys.readouterr().out
+    assert "written" in capsys.readouterr().out  # the line names the command whose tables it wrote
     written = generated_block(doc.read_text(), command)
     assert written.startswith("Cross-validated first") and "| chip held out |" in written and doc.read_text().startswith("intro")
     # The project's doc holds the same tables (tests/planner/test_silicon_accuracy.py checks them against a fresh run).

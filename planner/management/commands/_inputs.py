@@ -45,3 +45,26 @@ def raise_errors(errors: dict) -> None:
         return [f"{prefix}: {' '.join(map(str, value)) if isinstance(value, list) else value}"]
 
     raise CommandError("; ".join(flatten("", errors)))
+
+
+def check_doc_block(path, *, command: str) -> None:
+    """Before any work: the doc at `path` has a well-formed block for the command (planner/doc_blocks.py), else a CommandError."""
+    from planner import doc_blocks
+
+    if not path.is_file():
+        raise CommandError(f"{path}: no such file")
+    try:
+        doc_blocks.check_doc(path, command=command)
+    except ValueError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+
+
+def write_doc_block(path, *, command: str, text: str) -> str:
+    """Write the command's block into the doc at `path`; the line the command prints, or a CommandError."""
+    from planner import doc_blocks
+
+    try:
+        doc_blocks.write_doc(path, command=command, text=text)
+    except ValueError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    return f"{path}: the tables of `{command}` written"

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.accuracy import accuracy_report, format_report, write_error_bands
 from planner.accuracy_tables import markdown_report
-from planner import doc_blocks
+from planner.management.commands._inputs import check_doc_block, write_doc_block
 from planner.services import json_safe
 
 
@@ -46,12 +46,7 @@ class Command(BaseCommand):
             if not (markdown and cv) or spec_defaults or fit or profiles_out or bands_out:
                 raise CommandError("--write-doc writes the doc's tables: give it with --markdown and --cv only (no --spec-defaults, --fit, "
                                    "--profiles-out or --bands-out)")  # fmt: skip
-            if not write_doc.is_file():
-                raise CommandError(f"{write_doc}: no such file")
-            try:
-                doc_blocks.check_doc(write_doc, command=doc_command)
-            except ValueError as exc:
-                raise CommandError(f"{write_doc}: {exc}") from None
+            check_doc_block(write_doc, command=doc_command)
         if bands_out:
             count = write_error_bands(csv_path=csv, out=bands_out, other_chips=bands_other)
             self.stdout.write(f"{count} error bands written to {bands_out}")
@@ -63,12 +58,7 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps(json_safe(report), indent=1))
         elif write_doc is not None:
-            tables = markdown_report(report)
-            try:
-                doc_blocks.write_doc(write_doc, command=doc_command, text=tables)
-            except ValueError as exc:
-                raise CommandError(f"{write_doc}: {exc}") from None
-            self.stdout.write(f"{write_doc}: the tables of {csv} written")
+            self.stdout.write(write_doc_block(write_doc, command=doc_command, text=markdown_report(report)))
         elif markdown:
             self.stdout.write(markdown_report(report))
         else:

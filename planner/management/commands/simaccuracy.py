@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from planner import doc_blocks
+from planner.management.commands._inputs import check_doc_block, write_doc_block
 from planner.services import json_safe
 from planner.simulation_accuracy import format_simulation_accuracy, markdown_simulation_accuracy, simulation_accuracy_report
 
@@ -33,21 +33,13 @@ class Command(BaseCommand):
         if write_doc is not None:
             if not markdown or range_ratio is not None:
                 raise CommandError("--write-doc needs --markdown (and the lengths as the file states them, no --range-ratio)")
-            try:
-                doc_blocks.check_doc(write_doc, command=doc_command)
-            except ValueError as exc:
-                raise CommandError(f"{write_doc}: {exc}") from None
+            check_doc_block(write_doc, command=doc_command)
         try:
             report = simulation_accuracy_report(csv_path=csv, range_ratio=range_ratio)
         except (KeyError, ValueError) as exc:
             raise CommandError(f"{csv}: {exc}") from None
         if write_doc is not None:
-            tables = markdown_simulation_accuracy(report)
-            try:
-                doc_blocks.write_doc(write_doc, command=doc_command, text=tables)
-            except ValueError as exc:
-                raise CommandError(f"{write_doc}: {exc}") from None
-            self.stdout.write(f"{write_doc}: the tables of {csv} written")
+            self.stdout.write(write_doc_block(write_doc, command=doc_command, text=markdown_simulation_accuracy(report)))
         elif markdown:
             self.stdout.write(markdown_simulation_accuracy(report))
         else:
