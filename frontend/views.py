@@ -557,7 +557,7 @@ def _chip_specs(chip: Chip) -> list[tuple[str, str]]:
     peaks = [(f"Peak {dtype.upper()}", si(value, "FLOP/s")) for dtype, value in chip.peak_flops_per_s().items()]
     ridge = chip.ridge_point_flops_per_byte("bf16")
     return [
-        ("Vendor", chip.vendor), ("Kind", chip.get_kind_display()), ("Memory", f"{gb(chip.memory_capacity_bytes)} {chip.memory_type}".strip()),
+        ("Vendor", chip.vendor), ("Kind", chip.get_kind_display()), ("Architecture", chip.architecture or "–"), ("Memory", f"{gb(chip.memory_capacity_bytes)} {chip.memory_type}".strip()),
         ("Memory bandwidth", si(chip.memory_bandwidth_bytes_per_s, "B/s")), *peaks,
         ("Ridge point (BF16)", f"{num(ridge)} FLOP/byte" if ridge else "–"),
         ("On-chip SRAM", gb(chip.on_chip_sram_bytes)), ("Link bandwidth (per chip, one way)", si(chip.link_bandwidth_bytes_per_s, "B/s")),

@@ -44,6 +44,11 @@ class Chip(Sourced):
     vendor = models.CharField(max_length=80)
     name = models.CharField(max_length=200)
     kind = models.CharField(max_length=8, choices=Kind.choices)
+    architecture = models.CharField(
+        max_length=80, blank=True, default="",
+        help_text="The compute architecture whose kernels the chip runs, as its vendor names it (CDNA 3, Hopper, NeuronCore-v2): "
+        "chips of one architecture run one software stack's kernels alike, so a chip-family profile fitted on one speaks for the others.",
+    )  # fmt: skip
     memory_type = models.CharField(max_length=40, blank=True, default="")
     memory_capacity_bytes = models.BigIntegerField()
     memory_bandwidth_bytes_per_s = models.FloatField()

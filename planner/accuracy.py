@@ -520,7 +520,7 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"].get("family_profiles", []):
             lines.append(f"  {p['family']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  ({p['values']} values on {', '.join(p['chips'])}; "
-                         f"{'speaks for the family' if p['transfers'] else 'speaks for these chips only'})")  # fmt: skip
+                         f"{'speaks for the family' if p['transfers'] else 'speaks for these chips and their architecture'})")  # fmt: skip
         if "profiles" in report["fit"]:
             lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
         for p in report["fit"].get("profiles", []):

@@ -148,7 +148,8 @@ def _profiles(report: Mapping) -> list[str]:
         lines = ["The chip-family profiles fitted to the whole file (bf16 fractions; what `--profiles-out` writes):", "",
                  "| family | compute fraction | bandwidth fraction | step overhead | values | chips | speaks for |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for p in fit["family_profiles"]:
-            speaks = "the family (each chip held out is predicted better than at the spec defaults)" if p["transfers"] else "these chips only"
+            speaks = ("the family (each chip held out is predicted better than at the spec defaults)" if p["transfers"]
+                      else "these chips and the chips of their architecture")  # fmt: skip
             lines.append(f"| {p['family']} | {p['compute_fraction']:.3f} | {p['bandwidth_fraction']:.3f} | {p['step_overhead_s'] * 1e3:.2f} ms | "
                          f"{p['values']:,} | {', '.join(p['chips'])} | {speaks} |")  # fmt: skip
         return [*lines, ""]

@@ -13,7 +13,7 @@ from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.attention import attention_for
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
-from planner.engine.family_fit import FamilyProfile, family_of, fitted_family, load_family_profiles
+from planner.engine.family_fit import FamilyProfile, family_of, fitted_family, load_family_profiles, same_architecture
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
 from planner.engine.units import DTYPES
 from planner.models import Calibration
@@ -142,15 +142,21 @@ def stored_family_profiles() -> dict[str, FamilyProfile]:
 
 def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]) -> dict[tuple[str, str], Efficiency]:
     """Each chip a fitted family profile speaks for (the chips it was fitted on; the family's other chips where
-    it transfers) at that profile, per weight dtype: the fitted bf16 fractions with
+    it transfers; a chip of the same compute architecture as one it was fitted on) at that profile, per weight dtype: the fitted bf16 fractions with
     the dtype's scale on top (efficiency.default_efficiency), the fitted step overhead, the rest the chip's
     spec defaults."""
     out: dict[tuple[str, str], Efficiency] = {}
+    fitted_on = {slug for profile in profiles.values() for slug in profile.chips}
+    architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
     for chip in chips:
         family = family_of(chip.vendor, chip.kind)
         profile = profiles.get(family) if fitted_family(chip.vendor, chip.kind) else None
-        if profile is None or not profile.speaks_for(chip.slug):
+        peers = same_architecture(profile, chip.architecture, architectures) if profile else ()
+        if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
             continue
+        label = profile.label
+        if chip.slug not in profile.chips and not profile.transfers:
+            label += f"; the same {chip.architecture} architecture as {', '.join(peers)}"
         spec = chip_spec(chip)
         bf16 = default_efficiency(spec, "bf16")
         for dtype in DTYPES:
@@ -158,7 +164,7 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
             out[(chip.slug, dtype)] = dataclasses.replace(
                 base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
                 bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
-                step_overhead_s=profile.step_overhead_s, source=f"fitted chip-family profile ({family}: {profile.label})",
+                step_overhead_s=profile.step_overhead_s, source=f"fitted chip-family profile ({family}: {label})",
             )  # fmt: skip
     return out
 

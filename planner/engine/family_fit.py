@@ -20,7 +20,7 @@ that rescales each prediction's own parts; every error reported comes from the r
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -65,8 +65,19 @@ class FamilyProfile:
     def label(self) -> str:
         return f"{self.values} published measurements on {', '.join(self.chips)}"
 
-    def speaks_for(self, chip_slug: str) -> bool:
-        return chip_slug in self.chips or self.transfers
+    def speaks_for(self, chip_slug: str, *, architecture_peers: Sequence[str] = ()) -> bool:
+        """Whether the profile speaks for a chip: one it was fitted on, any of the family's where it transfers, or one
+        sharing its compute architecture with a fitted chip (`architecture_peers`, from same_architecture): one
+        architecture runs one software stack's kernels alike, which a single fitted chip cannot show by holding out."""
+        return chip_slug in self.chips or self.transfers or bool(architecture_peers)
+
+
+def same_architecture(profile: FamilyProfile, architecture: str, architectures: Mapping[str, str]) -> tuple[str, ...]:
+    """The chips the profile was fitted on whose compute architecture (`architectures`: slug -> architecture) is
+    `architecture`; none for an architecture not stated."""
+    if not architecture:
+        return ()
+    return tuple(slug for slug in profile.chips if architectures.get(slug) == architecture)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,6 +29,7 @@ def test_chip_detail_shows_specs_prices_sources_and_roofline(client, catalog):
     html = response.content.decode()
     assert "Memory bandwidth" in html and 'id="chip-roofs"' in html and '<h2 id="offerings">Prices</h2>' in html
     assert response.context["roofs"] and 'href="https://' in html
+    assert ("Architecture", "Hopper") in response.context["specs"] and ">Hopper<" in html
 
 
 def test_unknown_chip_and_model_are_404(client, catalog):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from planner.engine.family_fit import FAMILY_PARAMETERS, FamilyParts, load_family_profiles, surrogate
+from planner.engine.family_fit import FAMILY_PARAMETERS, FamilyParts, FamilyProfile, load_family_profiles, same_architecture, surrogate
 
 from tests.planner.accuracy_doc import assert_doc_holds_the_tables
 
@@ -63,6 +63,15 @@ def test_the_stored_family_profiles_are_what_the_documented_command_fits(catalog
             assert getattr(refitted[family], name) == pytest.approx(getattr(profile, name), rel=1e-3, abs=1e-6), (family, name)
 
 
+def test_a_profile_speaks_for_the_chips_of_an_architecture_it_was_fitted_on():
+    profile = FamilyProfile(compute_fraction=0.5, bandwidth_fraction=0.5, step_overhead_s=1e-3, values=10, chips=("mi300x", "other"))
+    architectures = {"mi300x": "CDNA 3", "other": "CDNA 2"}
+    assert same_architecture(profile, "CDNA 3", architectures) == ("mi300x",)
+    assert same_architecture(profile, "CDNA 4", architectures) == () and same_architecture(profile, "", architectures) == ()
+    assert profile.speaks_for("mi300x") and not profile.speaks_for("mi325x")
+    assert profile.speaks_for("mi325x", architecture_peers=("mi300x",))
+
+
 def _source(client, chip: str, **extra) -> str:
     body = {"model": "llama-3.1-8b", "chip": chip, "prompt_tokens": 512, "output_tokens": 128, "batch": 1, **extra}
     response = client.post("/api/v1/estimates/", body, format="json")
@@ -76,8 +85,12 @@ def test_a_family_profile_speaks_for_its_chips_and_where_it_transfers(catalog, a
     stored = catalog_specs.stored_family_profiles()
     amd, apple = stored["AMD gpu"], stored["Apple other"]
     assert "amd-mi300x" in amd.chips and _source(anonymous_client, "amd-mi300x").startswith("fitted chip-family profile (AMD gpu")
-    # MI325X is not in the data, and the AMD profile rests on one chip: it cannot show that it transfers.
-    assert not amd.transfers and _source(anonymous_client, "amd-mi325x") == "spec defaults"
+    # The AMD profile rests on one chip, so it cannot show that it transfers: it speaks for the MI325X, which is not in
+    # the data, because the MI325X runs the MI300X's CDNA 3 kernels, and not for the MI355X (CDNA 4).
+    assert not amd.transfers
+    assert _source(anonymous_client, "amd-mi325x").startswith("fitted chip-family profile (AMD gpu")
+    assert "the same CDNA 3 architecture as amd-mi300x" in _source(anonymous_client, "amd-mi325x")
+    assert _source(anonymous_client, "amd-mi355x") == "spec defaults"
     # Apple's holds when each of its chips is held out in turn: it speaks for an Apple chip it was not fitted on.
     assert apple.transfers and "apple-m4-max" not in apple.chips
     assert _source(anonymous_client, "apple-m4-max").startswith("fitted chip-family profile (Apple other")
