@@ -33,6 +33,8 @@ class TrueFalseFilter(django_filters.TypedChoiceFilter):
 
 class ChipFilter(django_filters.FilterSet):
     vendor = django_filters.CharFilter(lookup_expr="iexact")
+    # chips that run one software stack's kernels alike (a chip-family profile fitted on one speaks for the others)
+    architecture = django_filters.CharFilter(lookup_expr="iexact", max_length=80)
     # true: the validation workers' measured devices instead of the public catalog (anything else: 400)
     measured = TrueFalseFilter()
     min_memory_capacity_bytes = ByteCountFilter(field_name="memory_capacity_bytes", lookup_expr="gte")

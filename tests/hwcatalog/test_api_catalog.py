@@ -25,6 +25,14 @@ def test_chips_filter_by_kind_and_vendor(catalog, anonymous_client):
     assert nvidia and all(row["vendor"] == "NVIDIA" for row in nvidia)
 
 
+def test_chips_filter_by_architecture_lists_the_chips_that_run_one_stacks_kernels(catalog, anonymous_client):
+    cdna3 = anonymous_client.get("/api/v1/chips/", {"architecture": "cdna 3"}).json()["results"]
+    assert sorted(row["slug"] for row in cdna3) == ["amd-mi300x", "amd-mi325x"]
+    assert all(row["architecture"] == "CDNA 3" for row in cdna3)
+    response = anonymous_client.get("/api/v1/chips/", {"architecture": "x" * 81})
+    assert response.status_code == 400 and "architecture" in response.json()
+
+
 def test_chips_order_by_bandwidth_and_paginate(catalog, anonymous_client):
     page = anonymous_client.get("/api/v1/chips/", {"ordering": "-memory_bandwidth_bytes_per_s", "page_size": 3}).json()
     assert page["count"] == Chip.objects.count() and len(page["results"]) == 3 and page["next"]
