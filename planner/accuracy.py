@@ -19,6 +19,7 @@ from planner.engine.family_fit import (
     FAMILY_PARAMETERS,
     FITTED_METRICS,
     FamilyParts,
+    architecture_key,
     family_of,
     fit_families,
     fitted_family,
@@ -117,6 +118,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             "engine": row.engine, "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
             "batch": est.batch, "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
             "family": family_of(chip.vendor, chip.kind),
+            "architecture": chip.architecture or chip.slug,  # a chip of no stated architecture is its own
             "_fittable": fitted_family(chip.vendor, chip.kind) and row.decoding == "ar" and row.metric in FITTED_METRICS,
         } | ({"_parts": _family_parts(est, predicted, chip_spec)} if parts else {}))  # fmt: skip
     return rows, unpredicted
@@ -140,22 +142,29 @@ def _strip(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
 
 
-CSV_CV_GROUPS = (("chip", "chip"), ("engine", "engine"))
+# A chip held out may be predicted by a chip of its architecture (same_architecture); an architecture held out is
+# the case of a new silicon generation: its chips' values predicted with nothing measured on that architecture.
+CSV_CV_GROUPS = (("chip", "chip"), ("architecture", "architecture"), ("engine", "engine"))
 
 
 def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measured, models, chips) -> dict:
     """Family profiles fitted to the values in `mask`, each told whether it transfers to the family's other chips:
-    with each of its chips held out in turn, the profile fitted on the rest predicts the held-out chip's values
-    with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers)."""
+    with the chips of each of its compute architectures held out in turn, the profile fitted on the rest predicts the
+    held-out values with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers). Chips of one
+    architecture speak for each other anyway (same_architecture), so only a profile fitted on two architectures or
+    more can show that it carries to another."""
     profiles = fit_families(parts.take(mask), families[mask], chip_slugs[mask], fittable[mask])
+    architecture_of = {c.slug: architecture_key(c.architecture) or c.slug for c in chips.values()}
+    architectures = np.array([architecture_of.get(slug, slug) for slug in chip_slugs])
     for family, profile in profiles.items():
-        if len(profile.chips) < 2:
+        held_architectures = sorted({architecture_of.get(chip, chip) for chip in profile.chips})
+        if len(held_architectures) < 2:
             continue
         held, spec, measured_values = [], [], []
-        for chip in profile.chips:
-            inner = mask & (chip_slugs != chip)
+        for architecture in held_architectures:
+            inner = mask & (architectures != architecture)
             fold = fit_families(parts.take(inner), families[inner], chip_slugs[inner], fittable[inner]).get(family)
-            ids = {r["id"] for r, m in zip(rows, mask & (chip_slugs == chip)) if m}
+            ids = {r["id"] for r, m in zip(rows, mask & (architectures == architecture)) if m}
             if fold is None or not ids:
                 continue
             forced = {family: dataclasses.replace(fold, transfers=True)}
@@ -212,7 +221,7 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
                 predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
                 held_out += _strip(predicted)
             report["cv"][label] = {**summarize(held_out), "by_group": group_stats(held_out, key)}
-            if key == "chip":
+            if key == "architecture":  # the bands a chip outside the silicon file takes assume nothing of its architecture measured
                 report["intervals"] = _chip_family_interval_check(held_out)
                 if keep_held_out:
                     report["_held_out"] = held_out
@@ -227,18 +236,18 @@ def _outside_silicon(rows: list[dict]) -> list[dict]:
 
 def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
     """How often the chip-family bands (uncertainty.chip_family_bands) cover a chip outside the silicon file when they
-    are rebuilt without it: each chip's held-out predictions against the bands of every other chip's."""
+    are rebuilt without its architecture: each architecture's held-out predictions against the bands of every other's."""
     outside = _outside_silicon(held_out)
     checked = []
-    for _chip, mask in cv_folds([r["chip"] for r in outside]):
+    for _architecture, mask in cv_folds([r["architecture"] for r in outside]):
         bands = chip_family_bands(r for r, m in zip(outside, mask) if not m)
         for r in (r for r, m in zip(outside, mask) if m):
             band = interval(r["predicted"], FIGURE_OF_MEASURED[r["metric"]], chip_kind=r["chip_kind"], engine="*", bands=bands,
                             serving=COLOCATED, outside_silicon=True)  # fmt: skip
             checked.append({**r, "interval": [band.low, band.high] if band else None})
     kinds = sorted({r["chip_kind"] for r in checked})
-    return {"coverage_cv": {"chip": coverage(checked)},
-            "coverage_cv_by_chip_kind": {"chip": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
+    return {"coverage_cv": {"architecture": coverage(checked)},
+            "coverage_cv_by_chip_kind": {"architecture": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
 
 
 class _Silicon:
@@ -401,7 +410,7 @@ def write_error_bands(*, csv_path: Path, out: Path, other_chips: Path | None = N
     with an engine's fitted profile, from the held-out predictions of cross-validation (each value held
     out with its engine, its chip and its model family in turn). With `other_chips` (this project's format),
     a third kind for the chips the silicon file does not measure (every chip but NVIDIA's GPUs): from its
-    predictions with chip-family profiles, each chip held out (uncertainty.chip_family_bands)."""
+    predictions with chip-family profiles, each compute architecture held out (uncertainty.chip_family_bands)."""
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
     chips = _by_name(Chip.objects.all(), "aliases")
     report = _silicon_report(csv_path, models, chips, {}, cv=True, keep_held_out=True)
@@ -415,7 +424,7 @@ def write_error_bands(*, csv_path: Path, out: Path, other_chips: Path | None = N
         held_out = _csv_fit_report(other_chips, measured, models, chips, cv=True, profiles_out=None, keep_held_out=True)["_held_out"]
         outside = _outside_silicon(held_out)
         bands += chip_family_bands(outside)
-        source += f"; --bands-other {other_chips.name} (chip-family profiles, {len(outside)} predictions, each chip held out)"
+        source += f"; --bands-other {other_chips.name} (chip-family profiles, {len(outside)} predictions, each architecture held out)"
     save_bands(bands, out, source=source)
     return len(bands)
 

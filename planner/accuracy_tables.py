@@ -128,7 +128,7 @@ def _coverage(report: Mapping, *, silicon: bool) -> list[str]:
         whose = ("the bands of the predictions at the spec defaults, as an estimate that names no serving engine gets them" if _fitted(report)
                  else "the bands of these predictions")  # fmt: skip
     else:
-        whose = "the chip-family bands of the chips outside the silicon file, from predictions with each chip held out"
+        whose = "the chip-family bands of the chips outside the silicon file, from predictions with each architecture held out"
     return [f"Share of measured values inside their 80% interval, the bands rebuilt without the held-out group ({whose}):", "", *lines, ""]
 
 
@@ -148,7 +148,7 @@ def _profiles(report: Mapping) -> list[str]:
         lines = ["The chip-family profiles fitted to the whole file (bf16 fractions; what `--profiles-out` writes):", "",
                  "| family | compute fraction | bandwidth fraction | step overhead | values | chips | speaks for |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for p in fit["family_profiles"]:
-            speaks = ("the family (each chip held out is predicted better than at the spec defaults)" if p["transfers"]
+            speaks = ("the family (each architecture held out is predicted better than at the spec defaults)" if p["transfers"]
                       else "these chips and the chips of their architecture")  # fmt: skip
             lines.append(f"| {p['family']} | {p['compute_fraction']:.3f} | {p['bandwidth_fraction']:.3f} | {p['step_overhead_s'] * 1e3:.2f} ms | "
                          f"{p['values']:,} | {', '.join(p['chips'])} | {speaks} |")  # fmt: skip
@@ -167,9 +167,9 @@ def _below_roofline(report: Mapping, groups: tuple[str, ...]) -> list[str]:
     held_text = f" and {' / '.join(_pct(v) for _, v in held)} held out ({' / '.join(g for g, _ in held)})" if held else ""
     return [f"Below the roofline: {below['count']:,} of the {total:,} TPOT values lie below the least TPOT the planner's physics "
             f"allows their measurements: one decode step of the published layout at 100% of every peak, no fixed cost and no "
-            f"prefill beside it, holding the fewest sequences the measured TTFT and TPOT allow (Little's law), one a worker where "
-            f"the row leaves the decode workers out ({by}). They stay in every table; without them TPOT MdAPE is "
-            f"{_pct(below['within']['mdape'])} in-sample{held_text}.", ""]  # fmt: skip
+            f"prefill beside it, holding the sequences that by Little's law decode at a time when each client sends its next "
+            f"request as the last ends (the measured TTFT and TPOT), one a worker where the row leaves the decode workers out "
+            f"({by}). They stay in every table; without them TPOT MdAPE is {_pct(below['within']['mdape'])} in-sample{held_text}.", ""]  # fmt: skip
 
 
 def _unpredicted(report: Mapping) -> list[str]:

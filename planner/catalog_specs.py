@@ -146,12 +146,16 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
     the dtype's scale on top (efficiency.default_efficiency), the fitted step overhead, the rest the chip's
     spec defaults."""
     out: dict[tuple[str, str], Efficiency] = {}
-    fitted_on = {slug for profile in profiles.values() for slug in profile.chips}
-    architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
+    architectures: dict[str, str] | None = None  # of the chips the profiles were fitted on, read when a chip needs them
     for chip in chips:
         family = family_of(chip.vendor, chip.kind)
         profile = profiles.get(family) if fitted_family(chip.vendor, chip.kind) else None
-        peers = same_architecture(profile, chip.architecture, architectures) if profile else ()
+        peers: tuple[str, ...] = ()
+        if profile is not None and chip.slug not in profile.chips and not profile.transfers and chip.architecture:
+            if architectures is None:
+                fitted_on = {slug for p in profiles.values() for slug in p.chips}
+                architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
+            peers = same_architecture(profile, chip.architecture, architectures)
         if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
             continue
         label = profile.label

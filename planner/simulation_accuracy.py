@@ -307,8 +307,9 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
         cells = []
         for key in (("p50", "ttft"), ("p50", "tpot"), ("p99", "ttft"), ("p99", "tpot")):
             values = by.get(key, [])
-            ratio = math.exp(statistics.median(math.log(v["predicted_s"] / v["measured_s"]) for v in values)) if values else 0.0
-            cells.append(f"{statistics.median(v['ape'] for v in values):.1f}% ({ratio:.2f}x, {len(values)})" if values else "")
+            logs = [math.log(v["predicted_s"] / v["measured_s"]) for v in values if v["predicted_s"] > 0 and v["measured_s"] > 0]
+            ratio = f"{math.exp(statistics.median(logs)):.2f}x" if logs else "n/a"
+            cells.append(f"{statistics.median(v['ape'] for v in values):.1f}% ({ratio}, {len(values)})" if values else "")
         lines.append(f"| {study} | " + " | ".join(cells) + " |")
     lines += ["", "| row | engine | chip | metric | published ms | simulated ms | APE % |", "|---|---|---|---|---:|---:|---:|"]
     for v in report["values"]:

@@ -57,7 +57,7 @@ def summarize(rows: Iterable[Mapping]) -> dict:
 
 def ratio_stats(rows: Iterable[Mapping]) -> dict[str, float]:
     """MdAPE, count and the median of predicted / measured (above 1: predicted too high) of some predicted values
-    (a value neither side of which is positive has no ratio and counts in the MdAPE only)."""
+    (a value with either side not positive has no ratio and counts in the MdAPE only)."""
     items = list(rows)
     if not items:
         return {"mdape": float("nan"), "count": 0, "ratio": float("nan")}

@@ -72,12 +72,18 @@ class FamilyProfile:
         return chip_slug in self.chips or self.transfers or bool(architecture_peers)
 
 
+def architecture_key(architecture: str | None) -> str:
+    """An architecture as compared: case and spacing aside ("CDNA 3" and "cdna  3" are one)."""
+    return " ".join((architecture or "").split()).casefold()
+
+
 def same_architecture(profile: FamilyProfile, architecture: str, architectures: Mapping[str, str]) -> tuple[str, ...]:
     """The chips the profile was fitted on whose compute architecture (`architectures`: slug -> architecture) is
     `architecture`; none for an architecture not stated."""
-    if not architecture:
+    key = architecture_key(architecture)
+    if not key:
         return ()
-    return tuple(slug for slug in profile.chips if architectures.get(slug) == architecture)
+    return tuple(slug for slug in profile.chips if architecture_key(architectures.get(slug)) == key)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -348,16 +348,22 @@ ROOFLINE = {"compute_fraction": 1.0, "bandwidth_fraction": 1.0, "link_bandwidth_
 
 def tpot_roofline_s(row: SiliconRow, model: ModelSpec, chip: ChipSpec, *, calibration: Calibration | None = None) -> float | None:
     """The least TPOT the planner's physics allows the row's measurements: one autoregressive decode step of its published
-    layout on the planner's roofline (ROOFLINE), no prefill beside it, holding the fewest sequences the measurements
-    allow. A closed loop of C clients decodes, by Little's law, C x (G - 1) TPOT / (TTFT + (G - 1) TPOT) sequences at a
-    time on average (G output tokens, the measured TTFT and TPOT); they are spread over the published decode workers,
-    one a worker where the row does not publish their count. None where the planner cannot run the layout."""
-    streamed = (row.output_tokens - 1) * row.tpot_s
+    layout on the planner's roofline (ROOFLINE), no prefill beside it, holding as few sequences as the measurements allow.
+    By Little's law a closed loop of C clients that send each request as the last one ends decodes
+    C x (G - 1) TPOT / (TTFT + (G - 1) TPOT) sequences at a time on average (G output tokens, the measured TTFT and
+    TPOT); they are spread over the published decode workers, each worker taking the whole sequences below its share,
+    and one a worker where the row leaves the count out. None where the measurements are not finite or the planner
+    cannot run the layout."""
+    if not all(np.isfinite(v) and v >= 0 for v in (row.ttft_s, row.tpot_s)) or row.concurrency < 1:
+        return None
+    streamed = max(row.output_tokens - 1, 0) * row.tpot_s
     decoding = row.concurrency * streamed / max(row.ttft_s + streamed, 1e-30)
-    fewest = dataclasses.replace(row, concurrency=max(int(decoding), 1))
-    workers = {row.engine: float(fewest.concurrency)}  # read only where decode_num_workers is not published
+    workers = row.decode.workers if row.decode is not None and row.decode.workers else 1
+    per_worker = max(int(decoding // workers), 1)
+    fewest = dataclasses.replace(row, concurrency=per_worker * workers)
+    priors = {row.engine: float(fewest.concurrency)}  # read only where decode_num_workers is not published: one sequence each
     try:
-        est = silicon_estimates(fewest, model, chip, calibration=calibration, efficiency=ROOFLINE, in_step_share=0.0, decode_workers=workers)
+        est = silicon_estimates(fewest, model, chip, calibration=calibration, efficiency=ROOFLINE, in_step_share=0.0, decode_workers=priors)
     except ValueError:
         return None
     decode = est["tpot_s"]

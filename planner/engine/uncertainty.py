@@ -9,7 +9,7 @@ profiles of every engine in the same mode, then to its engine over both modes, t
 engine's fitted profile over both modes; any prediction last to the spec defaults' band of its chip
 kind, in its mode, then over both. A chip the silicon file does not measure (every chip but NVIDIA's GPUs)
 takes first the band of its kind among the chips measured elsewhere (benchmarks/measurements/other_chips.csv,
-predicted with chip-family profiles, each chip held out, widened by half: `chip_family_bands`), pooled over
+predicted with chip-family profiles, each compute architecture held out, widened by half: `chip_family_bands`), pooled over
 every kind where its own has too few values, and served disaggregated widened to the silicon file's
 disaggregated spread. A chip kind with no measurement behind it gets the envelope of every band of its metric
 and mode (the chip-family bands among them), widened by half again, and says so.
@@ -107,7 +107,7 @@ def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = 
 
 
 def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
-    """Bands of colocated predictions made with chip-family profiles, each chip held out: rows with metric (a key
+    """Bands of colocated predictions made with chip-family profiles, each architecture held out: rows with metric (a key
     of FIGURE_OF_MEASURED: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
     fewer than MIN_VALUES values of a metric takes the band of every kind's values and says so (pooled_from).
     Each band is widened by half (UNKNOWN_WIDENING) about its centre: a chip's misses are its own (every value of
@@ -203,7 +203,7 @@ def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
     if band.engine == CHIP_FAMILY:
         kind = "chips of every kind" if band.pooled_from else kind
-        return f"{kind} measured outside the silicon file (chip-family profiles, each chip held out)"
+        return f"{kind} measured outside the silicon file (chip-family profiles, each architecture held out)"
     scope = kind if band.engine == ANY else f"{kind} with {'every serving engine' if band.engine == FITTED else band.engine}"
     return scope if band.serving == ANY else f"{scope}, {band.serving}"
 

@@ -88,6 +88,13 @@ def test_every_chip_model_and_offering_has_a_source_and_a_date(catalog):
         assert offering.source.strip() and offering.as_of, offering.slug
 
 
+def test_every_chip_names_its_compute_architecture_and_a_source_says_it(catalog):
+    for chip in Chip.objects.filter(measured=False):
+        assert chip.architecture.strip(), chip.slug
+        words = chip.architecture.replace("(", " ").replace(")", " ").split()
+        assert any(any(w.lower() in source.lower() for w in words) for source in chip.sources), chip.slug
+
+
 # GPUs and TPUs with no public hourly price found (searched 2026-12-01): plans show their speed and no cost.
 NO_PUBLIC_HOURLY_PRICE = {
     "nvidia-gb10": "DGX Spark, a desktop machine: sold, not rented",

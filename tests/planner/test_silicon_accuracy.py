@@ -80,6 +80,31 @@ def test_the_roofline_takes_the_fewest_sequences_the_measurements_allow():
     model, chip = llama_3_1_8b(), h100_sxm()
     assert tpot_roofline_s(half, model, chip) == pytest.approx(tpot_roofline_s(one, model, chip))
     assert tpot_roofline_s(whole, model, chip) > tpot_roofline_s(half, model, chip)
+    # A first token far longer than the answer's stream leaves one sequence decoding at a time; measurements that are not
+    # finite, or a negative TTFT, have no roofline.
+    alone = dataclasses.replace(row, concurrency=64, ttft_s=stream * 1e6)
+    assert tpot_roofline_s(alone, model, chip) == pytest.approx(tpot_roofline_s(dataclasses.replace(row, concurrency=1, ttft_s=0.0), model, chip))
+    assert tpot_roofline_s(dataclasses.replace(row, tpot_s=float("nan")), model, chip) is None
+    assert tpot_roofline_s(dataclasses.replace(row, ttft_s=-1.0), model, chip) is None
+
+
+def test_a_disaggregated_roofline_spreads_the_decoding_sequences_over_the_published_workers_or_one_a_worker(catalog):
+    """9 published decode workers of a closed loop of 576 decoding all the time hold 64 each; unpublished, one each."""
+    import dataclasses
+
+    from planner import catalog_specs
+    from planner.engine.silicon import tpot_roofline_s
+    from hwcatalog.models import Chip, ModelArch
+
+    row = next(r for r in read_silicon(SAMPLE.open()) if r.id == "dsr1_h200_trtllm_fp8_disagg_1024x1024_c576_cfg303")
+    model = catalog_specs.model_spec(ModelArch.objects.get(slug="deepseek-v3"))
+    chip = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-h200-sxm"))
+    published = dataclasses.replace(row, ttft_s=0.0)
+    assert published.decode.workers == 9 and published.concurrency == 576
+    unpublished = dataclasses.replace(published, decode=dataclasses.replace(published.decode, workers=None))
+    few = dataclasses.replace(published, concurrency=9)  # one sequence on each of the 9
+    assert tpot_roofline_s(unpublished, model, chip) == pytest.approx(tpot_roofline_s(few, model, chip))
+    assert tpot_roofline_s(published, model, chip) > tpot_roofline_s(few, model, chip)
 
 
 def test_cv_fits_engine_profiles_and_holds_out_each_engine_chip_and_model_family(catalog, capsys):
@@ -93,10 +118,10 @@ def test_cv_fits_engine_profiles_and_holds_out_each_engine_chip_and_model_family
     assert report["spec_defaults"]["count"] == report["summary"]["count"]
 
 
-def test_cv_on_this_projects_format_holds_out_each_chip_and_engine(catalog, capsys):
+def test_cv_on_this_projects_format_holds_out_each_chip_architecture_and_engine(catalog, capsys):
     call_command("accuracy", str(SAMPLE.parent / "measured_dev.csv"), "--cv", "--json")
     report = json.loads(capsys.readouterr().out)
-    assert set(report["cv"]) == {"chip", "engine"}
+    assert set(report["cv"]) == {"chip", "architecture", "engine"}
     assert all(stats["count"] == report["summary"]["count"] for stats in report["cv"].values())
     assert "spec_defaults" in report and "family_profiles" in report["fit"]
     assert_doc_holds_the_tables("tests/fixtures/measured_dev.csv", report)
@@ -151,6 +176,7 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     # recorded, a concurrency that cannot have run); the others are predicted closer, held out and in-sample.
     below = report["below_roofline"]["tpot_s"]
     assert 4 <= below["count"] <= 16 and below["within"]["mdape"] < fitted["tpot_s"]["mdape"]
+    assert all(r["tpot_roofline_s"] <= r["predicted"] for r in report["rows"] if r["metric"] == "tpot_s")  # a lower bound of every prediction
     assert all(report["cv"][g]["tpot_within_roofline"]["mdape"] < cv[g]["tpot_s"]["mdape"] for g in cv)
     # docs/accuracy.md prints these tables as the command does.
     assert_doc_holds_the_tables("tests/fixtures/silicon_dev.csv", report)

@@ -55,7 +55,7 @@ def check_doc_block(path, *, command: str) -> None:
         raise CommandError(f"{path}: no such file")
     try:
         doc_blocks.check_doc(path, command=command)
-    except ValueError as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CommandError(f"{path}: {exc}") from None
 
 
@@ -65,6 +65,6 @@ def write_doc_block(path, *, command: str, text: str) -> str:
 
     try:
         doc_blocks.write_doc(path, command=command, text=text)
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         raise CommandError(f"{path}: {exc}") from None
     return f"{path}: the tables of `{command}` written"

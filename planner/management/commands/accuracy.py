@@ -26,11 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--fit", action="store_true", help="Fit profiles to this file (serving-engine profiles to a silicon file, chip-family "
                             "profiles to this project's format) and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each group in turn (silicon: engine, chip, model family; "
-                            "this project's format: chip, engine) (cross-validated).")
+                            "this project's format: chip, compute architecture, engine) (cross-validated).")
         parser.add_argument("--profiles-out", type=Path, help="Fit the profiles to this file and write them to this JSON file.")
         parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
         parser.add_argument("--bands-other", type=Path, help="With --bands-out: also the bands of the chips the silicon file does not measure, from "
-                            "this measurements file (this project's format) predicted with chip-family profiles, each chip held out.")
+                            "this measurements file (this project's format) predicted with chip-family profiles, each compute architecture held out.")
 
     def handle(self, *args, csv: Path, as_json: bool, markdown: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, bands_other, write_doc,
                **options):

@@ -131,8 +131,8 @@ def test_a_chip_kind_measured_outside_the_silicon_file_takes_its_own_held_out_er
     silicon = bands_from([{**r, "mode": "agg"} for r in _rows("tpot_s", "gpu", "vLLM", RATIOS)])
     outside = chip_family_bands(_measured("tpot_s", "other", RATIOS * math.exp(0.3)))
     got = interval(1.0, "tpot_s", chip_kind="other", engine="*", bands=silicon + outside, serving="colocated")
-    assert got.basis == ("101 held-out tpot_s errors on other chips measured outside the silicon file (chip-family profiles, each chip "
-                         "held out), widened by half")  # fmt: skip
+    assert got.basis == ("101 held-out tpot_s errors on other chips measured outside the silicon file (chip-family profiles, each "
+                         "architecture held out), widened by half")  # fmt: skip
     # The 10th to 90th percentile (-0.1 to 0.7) widened by half about its centre: a chip's misses are its own.
     assert (math.log(got.low), math.log(got.high)) == pytest.approx((-0.3, 0.9))
     # A GPU keeps the silicon file's band; a kind measured nowhere still gets the widened envelope.
@@ -152,7 +152,7 @@ def test_a_chip_kind_with_few_values_outside_the_silicon_file_pools_every_kinds_
     outside = chip_family_bands(_measured("tpot_s", "other", RATIOS) + _measured("decode_tokens_per_s_per_user", "tpu", [1.0] * 5))
     got = interval(1.0, "tpot_s", chip_kind="tpu", engine="*", bands=outside, serving="colocated")
     assert got.basis == ("106 held-out tpot_s errors on chips of every kind measured outside the silicon file (chip-family profiles, "
-                         "each chip held out) (too few on tpu chips: 5), widened by half")  # fmt: skip
+                         "each architecture held out) (too few on tpu chips: 5), widened by half")  # fmt: skip
 
 
 def test_a_disaggregated_deployment_of_a_chip_outside_the_silicon_file_spans_the_silicon_files_disaggregated_spread():
