@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -505,10 +506,7 @@ def _mark_below_roofline(report: dict[str, Any], rooflines: dict[str, float]) ->
         r["below_roofline"] = None if roofline is None else bool(r["measured"] < roofline)
         if r["below_roofline"]:
             below.append(r)
-    counts: dict[str, int] = {}
-    for r in below:
-        label = f"{r['mode']} {r['engine']}"
-        counts[label] = counts.get(label, 0) + 1
+    counts = Counter(f"{r['mode']} {r['engine']}" for r in below)
     report["below_roofline"] = {"tpot_s": {"count": len(below), "by_mode_engine": dict(sorted(counts.items())),
                                            "within": _within_roofline(report["rows"], rooflines)}}  # fmt: skip
 

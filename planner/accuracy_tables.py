@@ -60,7 +60,8 @@ def _pct(value: float | None) -> str:
     return "n/a" if _missing(value) else f"{value:.1f}%"
 
 
-def _cell(stats: Mapping | None) -> str:
+def stats_cell(stats: Mapping | None) -> str:
+    """A ratio_stats cell: MdAPE (median predicted / measured, values); empty without values."""
     if not stats or not stats.get("count"):
         return ""
     ratio = "n/a" if _missing(stats.get("ratio")) else f"{stats['ratio']:.2f}x"
@@ -96,7 +97,7 @@ def _group_table(title: str, stats: Mapping[str, Mapping[str, Mapping]], metrics
     header = [title, *(METRIC_LABELS[m].name for m in metrics)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for group, by_metric in stats.items():
-        lines.append(f"| {group} | " + " | ".join(_cell(by_metric.get(m)) for m in metrics) + " |")
+        lines.append(f"| {group} | " + " | ".join(stats_cell(by_metric.get(m)) for m in metrics) + " |")
     return lines
 
 

@@ -158,9 +158,7 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
             peers = same_architecture(profile, chip.architecture, architectures)
         if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
             continue
-        label = profile.label
-        if chip.slug not in profile.chips and not profile.transfers:
-            label += f"; the same {chip.architecture} architecture as {', '.join(peers)}"
+        label = f"{profile.label}; the same {chip.architecture} architecture as {', '.join(peers)}" if peers else profile.label
         spec = chip_spec(chip)
         bf16 = default_efficiency(spec, "bf16")
         for dtype in DTYPES:

@@ -15,7 +15,6 @@ whose inputs the source does not state, is listed with the reason and counted ap
 from __future__ import annotations
 
 import csv
-import math
 import re
 import statistics
 from pathlib import Path
@@ -23,7 +22,8 @@ from typing import Any
 
 from hwcatalog.models import Chip, ModelArch
 from planner.accuracy import _by_name
-from planner.engine import absolute_percentage_error
+from planner.accuracy_tables import stats_cell
+from planner.engine import absolute_percentage_error, ratio_stats
 from planner import catalog_specs
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
@@ -304,12 +304,8 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
     for study, by in sorted(studies.items()):
         if not any(p in ("p50", "p99") for p, _ in by):
             continue  # a study that publishes neither (NIM's unlabelled means)
-        cells = []
-        for key in (("p50", "ttft"), ("p50", "tpot"), ("p99", "ttft"), ("p99", "tpot")):
-            values = by.get(key, [])
-            logs = [math.log(v["predicted_s"] / v["measured_s"]) for v in values if v["predicted_s"] > 0 and v["measured_s"] > 0]
-            ratio = f"{math.exp(statistics.median(logs)):.2f}x" if logs else "n/a"
-            cells.append(f"{statistics.median(v['ape'] for v in values):.1f}% ({ratio}, {len(values)})" if values else "")
+        cells = [stats_cell(ratio_stats({"predicted": v["predicted_s"], "measured": v["measured_s"], "ape": v["ape"]} for v in by.get(key, [])))
+                 for key in (("p50", "ttft"), ("p50", "tpot"), ("p99", "ttft"), ("p99", "tpot"))]  # fmt: skip
         lines.append(f"| {study} | " + " | ".join(cells) + " |")
     lines += ["", "| row | engine | chip | metric | published ms | simulated ms | APE % |", "|---|---|---|---|---:|---:|---:|"]
     for v in report["values"]:

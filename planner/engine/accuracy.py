@@ -54,7 +54,6 @@ def summarize(rows: Iterable[Mapping]) -> dict:
     return out
 
 
-
 def ratio_stats(rows: Iterable[Mapping]) -> dict[str, float]:
     """MdAPE, count and the median of predicted / measured (above 1: predicted too high) of some predicted values
     (a value with either side not positive has no ratio and counts in the MdAPE only)."""
@@ -76,6 +75,7 @@ def group_stats(rows: Iterable[Mapping], key: str | Callable[[Mapping], tuple[in
         if group is not None:
             groups.setdefault(group, {}).setdefault(r["metric"], []).append(r)
     return {label: {m: ratio_stats(v) for m, v in sorted(by_metric.items())} for (_, label), by_metric in sorted(groups.items())}
+
 
 def predict_metric(metric: str, estimate_: Estimate) -> float:
     """The number an Estimate predicts for a measured metric name."""

@@ -1,11 +1,13 @@
-"""Shared by the estimate and plan commands: argparse values -> the API's input dict, so the
-CLI goes through the same serializers (and the same 400-style errors) as the REST API."""
+"""Shared by the management commands: argparse values -> the API's input dict for the estimate and plan commands, so the
+CLI goes through the same serializers (and the same 400-style errors) as the REST API; the accuracy commands' doc blocks."""
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from django.core.management.base import CommandError
+
+from planner import doc_blocks
 
 
 def add_workload_arguments(parser) -> None:
@@ -49,8 +51,6 @@ def raise_errors(errors: dict) -> None:
 
 def check_doc_block(path, *, command: str) -> None:
     """Before any work: the doc at `path` has a well-formed block for the command (planner/doc_blocks.py), else a CommandError."""
-    from planner import doc_blocks
-
     if not path.is_file():
         raise CommandError(f"{path}: no such file")
     try:
@@ -61,8 +61,6 @@ def check_doc_block(path, *, command: str) -> None:
 
 def write_doc_block(path, *, command: str, text: str) -> str:
     """Write the command's block into the doc at `path`; the line the command prints, or a CommandError."""
-    from planner import doc_blocks
-
     try:
         doc_blocks.write_doc(path, command=command, text=text)
     except (OSError, ValueError) as exc:

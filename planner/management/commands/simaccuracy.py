@@ -24,9 +24,8 @@ class Command(BaseCommand):
                             "'<!-- generated: manage.py simaccuracy CSV --markdown -->' (CSV as given here) and the next '<!-- end generated -->'.")
 
     def handle(self, *args, csv: Path, as_json: bool, markdown: bool, range_ratio: float | None, write_doc: Path | None, **options):
-        for path in (csv, write_doc):
-            if path is not None and not path.is_file():
-                raise CommandError(f"{path}: no such file")
+        if not csv.is_file():
+            raise CommandError(f"{csv}: no such file")
         if as_json and markdown:
             raise CommandError("--json and --markdown: choose one")
         doc_command = f"manage.py simaccuracy {csv} --markdown"
