@@ -30,14 +30,14 @@ from hwcatalog import architecture
 from hwcatalog import selectors as catalog
 from hwcatalog import services as catalog_services
 from hwcatalog.freshness import STALE_AFTER_DAYS, WARN_AFTER_DAYS
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from jobs import services as jobs_services
 from planner import fleet_services, plan_changes
 from planner import selectors as plans
 from planner import services as planner_services
 from planner import simulation_services
 from planner.engine.units import DTYPES
-from planner.engine_profiles import serving_engines
+from planner.engine_profiles import serving_engines as fitted_engines
 from planner.filters import PlanFilter
 from planner.fleet_serializers import FleetInputSerializer
 from planner.models import FleetPlan, Plan, SimulationRun
@@ -63,7 +63,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[
         "vendors": sorted(set(catalog.chip_list().values_list("vendor", flat=True))),
         "pricing_models": Offering.PricingModel.choices,
         "dtypes": DTYPES,
-        "serving_engines": serving_engines(),
+        "serving_engines": _engine_choices(),
         "ownerships": (("any", "Any"), ("rent", "Rent (cloud)"), ("own", "Own (purchase)")),
         "decoding_methods": (("ar", "Autoregressive"), ("speculative", "Speculative (draft model)"),
                              ("diffusion", "Diffusion"), ("block_diffusion", "Block diffusion")),  # fmt: skip
@@ -480,13 +480,21 @@ def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
     })  # fmt: skip
 
 
+def _engine_choices() -> list[tuple[str, str]]:
+    """The catalog's serving engines as (value, label): where each runs, and which carry a fitted profile."""
+    fitted = set(fitted_engines())
+    return [(e.name, f"{e.name} ({'fitted profile on NVIDIA GPUs; ' if e.name in fitted else ''}"
+                     f"{', '.join(e.chip_vendors) + ' ' if e.chip_vendors else ''}{', '.join(e.chip_kinds)})")
+            for e in ServingEngine.objects.order_by("name")]  # fmt: skip
+
+
 def _simulation_form_context(values: dict[str, Any], errors: dict[str, list[str]], **extra: Any) -> dict[str, Any]:
     # Autoregressive models (the form's own decoding), and the model of a plan row it was prefilled from (whose decoding it carries).
     models = [m for m in catalog.model_list() if m.generation_kind == ModelArch.GenerationKind.AUTOREGRESSIVE or m.slug == values.get("model")]
     return {
         "values": values, "errors": errors, "models": models, "chips": catalog.chip_list().order_by("vendor", "slug"),
         "offerings": catalog.offering_list().order_by("chip__slug", "slug"), "dtypes": DTYPES,
-        "serving_engines": serving_engines(), "arrival_choices": forms.ARRIVAL_CHOICES, "length_choices": forms.LENGTH_CHOICES,
+        "serving_engines": _engine_choices(), "arrival_choices": forms.ARRIVAL_CHOICES, "length_choices": forms.LENGTH_CHOICES,
         "inline_max_requests": settings.SIMULATION_INLINE_MAX_REQUESTS, **extra,
     }  # fmt: skip
 

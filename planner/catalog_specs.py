@@ -101,6 +101,37 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
     )  # fmt: skip
 
 
+def _name_key(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+def serving_engine_named(name: str) -> ServingEngine | None:
+    """The catalog serving engine a request names: by slug, name, fitted profile or alias, case and spacing aside."""
+    key = _name_key(name)
+    for engine in ServingEngine.objects.all():
+        if key in {_name_key(n) for n in (engine.slug, engine.name, engine.profile, *engine.aliases) if n}:
+            return engine
+    return None
+
+
+def serving_engine_names() -> list[str]:
+    return list(ServingEngine.objects.order_by("name").values_list("name", flat=True))
+
+
+def engine_refusal(engine: ServingEngine, chip: Chip, weight_dtype: str | None = None) -> str | None:
+    """Why the engine cannot serve this chip (the chip kinds and vendors it runs on) or these weights, or None."""
+    if chip.kind not in engine.chip_kinds:
+        return f"{engine.name} runs on {', '.join(engine.chip_kinds)} chips; {chip.slug} is of kind {chip.kind}."
+    # A vendor entry may name its kinds too ("Intel cpu"): the engine runs on that vendor's chips of that kind only.
+    vendors = {_name_key(v) for v in engine.chip_vendors}
+    vendor = _name_key(chip.vendor or "")
+    if vendors and vendor not in vendors and f"{vendor} {chip.kind}" not in vendors:
+        return f"{engine.name} runs on {', '.join(engine.chip_vendors)} chips only; {chip.slug} is {chip.vendor}'s."
+    if weight_dtype and weight_dtype not in engine.weight_dtypes:
+        return f"{engine.name} serves {', '.join(engine.weight_dtypes)} weights, not {weight_dtype}."
+    return None
+
+
 def engine_schedulers() -> dict[str, Scheduler]:
     """Each catalog serving engine's scheduler defaults, by the name of its fitted profile (and by its own
     name, slug and aliases)."""

@@ -32,6 +32,13 @@ def profile_covers(chip) -> bool:
     return serving_engine_family(chip.vendor, chip.kind)
 
 
+def profiled(engine: str | None, chip) -> bool:
+    """Whether a serving engine's fitted profile speaks for the chip: the engine has one (fitted on NVIDIA's
+    silicon measurements) and the chip is an NVIDIA GPU. Elsewhere an engine brings its scheduler defaults and
+    the chip keeps its own efficiency (its calibration, chip-family profile or spec defaults)."""
+    return bool(engine) and engine in stored_profiles() and profile_covers(chip)
+
+
 VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, inside a search
 
 
@@ -49,17 +56,19 @@ def profile_label(engine: str) -> str:
     return f"fitted serving-engine profile ({engine})"
 
 
-def engine_variants(chip_specs, chips, calibration, engines, schedulers=None):
+def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *, named=False):
     """The chips a search tries with their serving engines: each chip a profile covers once per engine,
     under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
-    scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers); every other chip as it is
-    (spec defaults). A calibration measured under the engine on that chip (keyed by the variant's slug:
-    catalog_specs.calibrations_for) speaks for it over the profile. Returns (chip specs, calibration with
-    the variants' entries)."""
+    scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers). Every other chip as it is
+    (its calibration, chip-family profile or spec defaults), or, where the request names its one engine
+    (`named`), under that engine's scheduler defaults with its own efficiency. A calibration measured under
+    the engine on that chip (keyed by the variant's slug: catalog_specs.calibrations_for) speaks for it over
+    the profile. Returns (chip specs, calibration with the variants' entries)."""
     profiles, schedulers = stored_profiles(), schedulers or {}
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):
-        if not (engines and profile_covers(chip)):
+        covered = profile_covers(chip)
+        if not (engines and (covered or named)):
             specs.append(spec)
             continue
         for engine in engines:
@@ -69,5 +78,6 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None):
                 if (slug, dtype) in calibration or (slug, "*") in calibration:
                     continue  # measured under this engine on this chip: resolve_efficiency finds it by the variant's slug
                 base = resolve_efficiency(spec, dtype, calibration=calibration)
-                extended[(slug, dtype)] = replace(base, **profiles[engine].factors(), source=profile_label(engine))
+                extended[(slug, dtype)] = (replace(base, **profiles[engine].factors(), source=profile_label(engine))
+                                           if profiled(engine, chip) else base)  # fmt: skip
     return specs, extended

@@ -12,7 +12,6 @@ from inputs.serializers import StrictSerializer
 from planner import catalog_specs
 from planner.engine import method_names
 from planner.engine.padding import runs_any_tensor_parallel
-from planner.engine_profiles import profile_covers, serving_engines
 from planner.models import PLAN_TAGS_MAX
 from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, plan_simulation_check
 from planner.engine.decoding.draft_heads import HEAD_KINDS
@@ -166,9 +165,34 @@ def _check_decoding(model: ModelArch, decoding: dict, field: str = "decoding") -
 
 
 SERVING_ENGINE_HELP = (
-    "The serving engine: its fitted efficiency profile (planner/data/engine_profiles.json, fitted on NVIDIA GPUs) "
-    "replaces the chip's defaults, and the intervals are its cross-validated ones. Without it, spec defaults."
+    "A serving engine of the catalog (GET /api/v1/engines/), by slug, name or alias: its scheduler defaults (memory rule, "
+    "batch cap, prefill budget) apply, and on NVIDIA GPUs its fitted efficiency profile (planner/data/engine_profiles.json) "
+    "replaces the chip's defaults, with its cross-validated intervals. Elsewhere the chip keeps its own efficiency "
+    "(its calibration, chip-family profile or spec defaults). Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults."
 )
+
+
+class ServingEngineName(serializers.CharField):
+    """A catalog serving engine by slug, name, fitted profile or alias (case aside); returns its name."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=120, **kwargs)
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        engine = catalog_specs.serving_engine_named(text)
+        if engine is None:
+            raise serializers.ValidationError(f"No serving engine named {text!r}; the catalog's: {', '.join(catalog_specs.serving_engine_names())}.")
+        return engine.name
+
+
+def check_engine(attrs, chip_field: str = "chip") -> None:
+    """A 400 on serving_engine when the engine does not run on the chip or serve the weights' dtype."""
+    name = attrs.get("serving_engine")
+    if name:
+        reason = catalog_specs.engine_refusal(catalog_specs.serving_engine_named(name), attrs[chip_field], attrs.get("weight_dtype"))
+        if reason:
+            raise serializers.ValidationError({"serving_engine": reason})
 
 
 class EstimateInputSerializer(WorkloadSerializer):
@@ -197,17 +221,15 @@ class EstimateInputSerializer(WorkloadSerializer):
     efficiency = EfficiencySerializer(required=False)
     offering = SlugOf(Offering, required=False)
     disaggregated = serializers.BooleanField(default=False)
-    serving_engine = serializers.ChoiceField(choices=serving_engines(), required=False, help_text=SERVING_ENGINE_HELP)
+    serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP)
 
     def validate(self, attrs):
-        engine = attrs.get("serving_engine")
         weight_format = attrs.get("weight_format")
         if weight_format and FORMAT_DTYPE[weight_format] != attrs["weight_dtype"]:
             raise serializers.ValidationError(
                 {"weight_format": f"{weight_format} stores {FORMAT_DTYPE[weight_format]} weights; weight_dtype is {attrs['weight_dtype']}."}
             )
-        if engine and not profile_covers(attrs["chip"]):
-            raise serializers.ValidationError({"serving_engine": f"{engine}'s profile was fitted on NVIDIA GPUs; {attrs['chip'].slug} is not one."})
+        check_engine(attrs)
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         if "prompt_tokens" in attrs:  # a simulation (planner/simulation_serializers.py) checks its own lengths
             check_context(attrs["model"], attrs)
@@ -279,9 +301,10 @@ class PlanInputSerializer(PlanLabelsSerializer):
     budget_usd_per_million_output_tokens = serializers.FloatField(min_value=0.0, max_value=1e9, required=False)
     efficiency = EfficiencySerializer(required=False)
     disaggregated = serializers.BooleanField(default=False)
-    serving_engine = serializers.ChoiceField(
-        choices=serving_engines(), required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches NVIDIA GPUs only."
-    )
+    serving_engine = ServingEngineName(
+        required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches the chips it runs on, at the weight dtypes it serves; "
+        "a plan naming none tries each NVIDIA GPU under every engine with a fitted profile."
+    )  # fmt: skip
     pinned = serializers.BooleanField(default=False)
     rank_by = serializers.ChoiceField(
         choices=["expected", "pessimistic"], default="expected",

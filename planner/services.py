@@ -43,8 +43,8 @@ from planner.engine.search import grid_spec
 from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_variants,
-    profile_covers,
     profile_label,
+    profiled,
     serving_engines,
     split_variant,
     stored_profiles,
@@ -181,7 +181,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     if engine:  # its scheduler's memory rule, batch cap and prefill budget
         chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
                                         slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
-    profiled_engine = None if engine_calibrated else engine
+    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency.
+    profiled_engine = engine if profiled(engine, chip) and not engine_calibrated else None
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
@@ -235,7 +236,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
-    out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine, disaggregated=data["disaggregated"]))
+    out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine if profiled(engine, chip) else None,
+                                                      disaggregated=data["disaggregated"]))  # fmt: skip
     return out
 
 
@@ -296,8 +298,9 @@ def _row(
     row["serving_engine"] = serving_engine
     # Under an engine's fitted profile the row says so (with overrides, if any); a calibration measured
     # under the engine on that chip keeps its own label.
-    profiled = serving_engine is not None and not str(est.efficiency_source).startswith("calibration")
-    efficiency_label = _efficiency_label(serving_engine, overridden) if profiled else None
+    chip = chips_by_slug[row["chip_slug"]]
+    under_profile = profiled(serving_engine, chip) and not str(est.efficiency_source).startswith("calibration")
+    efficiency_label = _efficiency_label(serving_engine, overridden) if under_profile else None
     offering = result.offering_of(int(i))
     row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))
@@ -311,7 +314,7 @@ def _row(
     layout = result.results.context.model.weight_layout(est.weight_dtype)
     row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
-    row["intervals"] = json_safe(prediction_intervals(row, chip=chips_by_slug[row["chip_slug"]], serving_engine=serving_engine,
+    row["intervals"] = json_safe(prediction_intervals(row, chip=chip, serving_engine=serving_engine if profiled(serving_engine, chip) else None,
                                                       disaggregated=result.results.context.disaggregated))  # fmt: skip
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
     row["candidate_index"] = int(i)
@@ -346,6 +349,11 @@ def _too_large_message(count: int, *, data: dict[str, Any], variants: int) -> st
     )
 
 
+def _engine_scope(engine) -> str:
+    vendors = f"{', '.join(engine.chip_vendors)} " if engine.chip_vendors else ""
+    return f"{vendors}{', '.join(engine.chip_kinds)} chips only"
+
+
 def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
     """Resolve a validated plan request into the engine's inputs and count its candidates exactly
     (planner.engine.grid.grid_size, the same per-chip layouts the grid is built from), without
@@ -354,19 +362,25 @@ def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
     workload = _workload(data["workload"])
     chips = _chips_for(data["hardware"])
     engine = data.get("serving_engine")
-    if engine:  # a serving engine's profile was fitted on NVIDIA GPUs: the plan searches the chips it covers
-        chips = [c for c in chips if profile_covers(c)]
+    serving = catalog_specs.serving_engine_named(engine) if engine else None
+    if serving is not None:  # the plan searches the chips the engine runs on
+        chips = [c for c in chips if catalog_specs.engine_refusal(serving, c) is None]
     if not chips:
         raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors"
-                           + (f"; {engine}'s profile covers NVIDIA GPUs only" if engine else "") + "); widen them.")
+                           + (f"; {engine} runs on {_engine_scope(serving)}" if serving else "") + "); widen them.")
     decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
     options = plan_search_options(data, decodings=decodings)
+    if serving is not None:  # at the weight dtypes it serves
+        dtypes = tuple(d for d in options.weight_dtypes if d in serving.weight_dtypes)
+        if not dtypes:
+            raise PlanTooLarge(f"{engine} serves {', '.join(serving.weight_dtypes)} weights; hardware.weight_dtypes names none of them.")
+        options = dataclasses.replace(options, weight_dtypes=dtypes)
     # Each chip a fitted profile covers is tried under every serving engine, or the one the request names.
     engines = (engine,) if engine else serving_engines()
     chip_slugs = [c.slug for c in chips]
     calibration = catalog_specs.calibrations_for(chip_slugs)
     specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
-                                                  catalog_specs.engine_schedulers())  # fmt: skip
+                                                  catalog_specs.engine_schedulers(), named=bool(engine))  # fmt: skip
     model_spec = catalog_specs.model_spec(model)
     count = grid_size(grid_spec(model_spec, specs, workload, options))
     if count > MAX_PLAN_CANDIDATES:
@@ -399,7 +413,8 @@ def plan_search_run(
     chunk) and return the Plan fields it fills: results, counts, catalog snapshot, calibrations."""
     chips_by_slug = {c.slug: c for c in prepared.chips}
     searched_chips = [chips_by_slug[split_variant(s.slug)[0]] for s in prepared.specs]
-    searched_engines = [split_variant(s.slug)[1] for s in prepared.specs]
+    # The band of an engine's fitted profile where it speaks for the chip, else the chip kind's over every engine.
+    searched_engines = [e if profiled(e := split_variant(s.slug)[1], c) else None for s, c in zip(prepared.specs, searched_chips)]
     pessimistic = data.get("rank_by") == "pessimistic"
     budget = data.get("budget_usd_per_million_output_tokens")
     streamed = search_streamed(

@@ -45,3 +45,45 @@ def test_an_estimate_on_tensorrt_llm_lets_deepseek_fp8_weights_fill_eight_h100s(
     plain = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
     trt = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "TensorRT-LLM"}, format="json").json()
     assert not plain["fits"] and trt["fits"]  # 84 GB of weights per GPU: over 90% of the 85.5 GB (80 GiB) an H100 reports, under what TensorRT-LLM leaves
+
+
+def test_the_catalog_carries_the_engines_deployments_use_on_every_kind_of_chip(catalog, anonymous_client):
+    from hwcatalog.models import ServingEngine
+    from planner.catalog_specs import serving_engine_named
+
+    by_slug = {e["slug"]: e for e in anonymous_client.get("/api/v1/engines/").json()}
+    # The list: llama.cpp, LMDeploy, vLLM-TPU/JetStream, IPEX/OpenVINO, MLX, and the stacks behind the measured rows.
+    assert {"llama-cpp", "lmdeploy", "jetstream", "openvino", "mlx-lm", "neuronx", "vllm-gaudi", "sglang-jax", "itrex", "tgi"} <= set(by_slug)
+    assert by_slug["llama-cpp"]["max_batch_sequences"] == 4 and by_slug["llama-cpp"]["prefill_token_budget"] == 512
+    assert (by_slug["lmdeploy"]["kv_memory_rule"], by_slug["lmdeploy"]["kv_memory_fraction"]) == ("of_free", 0.8)
+    # Every name a request may use (slug, name, fitted profile, alias) resolves to one engine only.
+    names = [(n, e.slug) for e in ServingEngine.objects.all() for n in {m.casefold() for m in (e.slug, e.name, e.profile, *e.aliases) if m}]
+    assert len({n for n, _ in names}) == len(names)
+    assert all(serving_engine_named(n.upper()).slug == slug for n, slug in names)
+
+
+def test_an_estimate_naming_llama_cpp_on_a_mac_runs_under_its_slots_with_the_chips_own_efficiency(catalog, anonymous_client):
+    body = {"model": "llama-3.1-8b", "chip": "apple-m2-ultra", "chip_count": 1, "weight_dtype": "int4", "prompt_tokens": 512,
+            "output_tokens": 256, "batch": 4, "serving_engine": "LLAMA-CPP"}  # fmt: skip
+    four = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert four["fits"] and four["serving_engine"] == "llama.cpp"
+    # No engine profile was fitted on Apple silicon: the chip keeps its family's (fitted on llama.cpp's own rows).
+    assert four["efficiency_source"].startswith("fitted chip-family profile (Apple other")
+    eight = anonymous_client.post("/api/v1/estimates/", {**body, "batch": 8}, format="json").json()
+    assert not eight["fits"] and "room for 4 concurrent sequences" in eight["reasons"][0]  # llama-server's four slots
+
+
+@pytest.mark.parametrize(
+    ("engine", "chip", "dtype", "says"),
+    [
+        ("llama.cpp", "intel-gaudi3", "bf16", "runs on NVIDIA, AMD, Intel cpu, Intel gpu, Apple chips only"),
+        ("TensorRT-LLM", "amd-mi300x", "bf16", "runs on NVIDIA chips only"),
+        ("JetStream", "nvidia-h100-sxm", "bf16", "runs on tpu chips"),
+        ("llama.cpp", "nvidia-h100-sxm", "fp8", "serves bf16, fp16, fp4, int8, int4 weights, not fp8"),
+    ],
+)
+def test_an_engine_is_refused_where_it_does_not_run_naming_the_field(catalog, anonymous_client, engine, chip, dtype, says):
+    body = {"model": "llama-3.1-8b", "chip": chip, "chip_count": 1, "weight_dtype": dtype, "prompt_tokens": 512, "output_tokens": 256,
+            "serving_engine": engine}  # fmt: skip
+    response = anonymous_client.post("/api/v1/estimates/", body, format="json")
+    assert response.status_code == 400 and says in response.json()["serving_engine"][0]

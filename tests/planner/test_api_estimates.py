@@ -102,7 +102,8 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"efficiency": {"compute_fraction": 2, "bandwidth_fraction": 0.8, "step_overhead_s": 0}}, "efficiency"),
         ({"offering": "aws-p5en-48xlarge-on-demand-us-east-1"}, "offering"),
         ({"serving_engine": "gpt-fast"}, "serving_engine"),
-        ({"serving_engine": "vLLM", "chip": "amd-mi300x"}, "serving_engine"),
+        ({"serving_engine": "TensorRT-LLM", "chip": "amd-mi300x"}, "serving_engine"),
+            ({"serving_engine": "vLLM", "weight_dtype": "fp7"}, "weight_dtype"),
     ],
 )
 def test_bad_estimate_input_gets_400_naming_the_field(catalog, anonymous_client, change, field):

@@ -117,20 +117,35 @@ def test_a_plan_ranks_by_the_pessimistic_end_of_its_cost_interval_when_asked(cat
     assert token_client.post("/api/v1/plans/", {**body, "rank_by": "worst"}, format="json").status_code == 400
 
 
-def test_a_plan_naming_a_serving_engine_searches_the_gpus_its_profile_covers(catalog, token_client):
-    body = {**CHAT_70B, "serving_engine": "vLLM"}
+def test_a_plan_naming_a_serving_engine_searches_the_chips_it_runs_on(catalog, token_client):
+    body = {**CHAT_70B, "serving_engine": "trtllm"}  # an alias of TensorRT-LLM, which runs on NVIDIA GPUs only
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201, response.json()
     plan = response.json()
     assert {c["vendor"] for c in plan["catalog_snapshot"]["chips"]} == {"NVIDIA"}
-    assert plan["results"]["efficiency_sources"] == ["fitted serving-engine profile (vLLM)"]
-    assert all("with vLLM" in row["intervals"]["tpot_s"]["basis"] for row in plan["results"]["ranked"])
+    assert plan["results"]["efficiency_sources"] == ["fitted serving-engine profile (TensorRT-LLM)"]
+    assert all(row["serving_engine"] == "TensorRT-LLM" for row in plan["results"]["ranked"])
+    assert all("with TensorRT-LLM" in row["intervals"]["tpot_s"]["basis"] for row in plan["results"]["ranked"])
     refused = token_client.post("/api/v1/plans/", {**body, "hardware": {"kinds": ["tpu"]}}, format="json")
-    assert refused.status_code == 400 and "NVIDIA GPUs only" in str(refused.json())
+    assert refused.status_code == 400 and "runs on NVIDIA gpu chips only" in str(refused.json())
+
+
+def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_scheduler_not_its_profile(catalog, token_client):
+    body = {**CHAT_70B, "serving_engine": "vLLM", "hardware": {"vendors": ["AMD"], "kinds": ["gpu"]}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    results = response.json()["results"]
+    rows = results["ranked"] + [g["example_configuration"] for g in results["infeasible"]]
+    assert rows and all(r["chip_slug"].startswith("amd-") and r["serving_engine"] == "vLLM" for r in rows)
+    # vLLM's profile was fitted on NVIDIA GPUs: an AMD GPU keeps its own efficiency and the chip-family intervals.
+    assert all(r["efficiency_source"].startswith("fitted chip-family profile (AMD gpu") or r["efficiency_source"] == "spec defaults" for r in rows)
+    assert all("with vLLM" not in r["intervals"]["tpot_s"]["basis"] for r in results["ranked"])
+    fp8 = token_client.post("/api/v1/plans/", {**CHAT_70B, "serving_engine": "llama-cpp", "hardware": {"weight_dtypes": ["fp8"]}}, format="json")
+    assert fp8.status_code == 400 and "llama.cpp serves" in str(fp8.json())
 
 
 def test_a_disaggregated_plans_rows_carry_the_intervals_of_disaggregated_predictions(catalog, token_client):
-    body = {**CHAT_70B, "serving_engine": "vLLM", "disaggregated": True}
+    body = {**CHAT_70B, "serving_engine": "vLLM", "disaggregated": True, "hardware": {"vendors": ["NVIDIA"]}}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201, response.json()
     split = response.json()["results"]["ranked"]
