@@ -39,6 +39,30 @@ def profiled(engine: str | None, chip) -> bool:
     return bool(engine) and engine in stored_profiles() and profile_covers(chip)
 
 
+# What an engine's host software costs whatever chip it drives: its scheduler's work per step and a request's handling
+# before its prefill (receiving, tokenising, scheduling). The rest of a fitted profile (compute and bandwidth fractions,
+# the MoE kernels' share, the time per routed expert and MoE layer) is the chip's kernels'.
+HOST_FACTORS = ("step_overhead_s", "request_overhead_s")
+
+
+def engine_factors(engine: str | None, chip, *, chip_fitted: bool) -> dict[str, float]:
+    """The factors a named serving engine's fitted profile brings to a chip: all of them where it speaks for the chip
+    (`profiled`); on another chip with no fitted efficiency of its own (`chip_fitted` False: no calibration or
+    chip-family profile, so its spec defaults), the engine's host-side costs (HOST_FACTORS); else none (the chip's fitted
+    efficiency was measured under some engine, its host costs with it)."""
+    profile = stored_profiles().get(engine) if engine else None
+    if profile is None:
+        return {}
+    factors = profile.factors()
+    if profiled(engine, chip):
+        return factors
+    return {} if chip_fitted else {name: factors[name] for name in HOST_FACTORS}
+
+
+def host_label(engine: str) -> str:
+    return f"spec defaults with {engine}'s step and request overheads (its fitted serving-engine profile)"
+
+
 VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, inside a search
 
 
@@ -61,10 +85,11 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *,
     under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
     scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers). Every other chip as it is
     (its calibration, chip-family profile or spec defaults), or, where the request names its one engine
-    (`named`), under that engine's scheduler defaults with its own efficiency. A calibration measured under
+    (`named`), under that engine's scheduler defaults with its own efficiency (at its spec defaults, with the engine's
+    host-side costs: engine_factors). A calibration measured under
     the engine on that chip (keyed by the variant's slug: catalog_specs.calibrations_for) speaks for it over
     the profile. Returns (chip specs, calibration with the variants' entries)."""
-    profiles, schedulers = stored_profiles(), schedulers or {}
+    schedulers = schedulers or {}
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):
         covered = profile_covers(chip)
@@ -78,6 +103,8 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *,
                 if (slug, dtype) in calibration or (slug, "*") in calibration:
                     continue  # measured under this engine on this chip: resolve_efficiency finds it by the variant's slug
                 base = resolve_efficiency(spec, dtype, calibration=calibration)
-                extended[(slug, dtype)] = (replace(base, **profiles[engine].factors(), source=profile_label(engine))
-                                           if profiled(engine, chip) else base)  # fmt: skip
+                fitted = (spec.slug, dtype) in calibration or (spec.slug, "*") in calibration
+                factors = engine_factors(engine, chip, chip_fitted=fitted)
+                label = profile_label(engine) if profiled(engine, chip) else host_label(engine)
+                extended[(slug, dtype)] = replace(base, **factors, source=label) if factors else base
     return specs, extended

@@ -42,12 +42,13 @@ from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
 from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
+    engine_factors,
     engine_variants,
+    host_label,
     profile_label,
     profiled,
     serving_engines,
     split_variant,
-    stored_profiles,
     variant_slug,
 )
 from planner.models import Plan, PlanTag
@@ -109,18 +110,28 @@ def _workload(data: dict[str, Any]) -> Workload:
     )
 
 
-def _efficiency(data: dict[str, Any] | None, serving_engine: str | None = None) -> dict[str, float] | None:
-    """The factors a request overrides, on top of its serving engine's fitted profile where it names one;
-    the engine keeps the chip's own for the rest."""
-    profile = {} if not serving_engine else stored_profiles()[serving_engine].factors()
-    merged = {**profile, **(data or {})}
+def _efficiency(data: dict[str, Any] | None, engine_factors: dict[str, float] | None = None) -> dict[str, float] | None:
+    """The factors a request overrides, on top of what its serving engine's fitted profile brings to the chip
+    (engine_profiles.engine_factors); the engine keeps the chip's own for the rest."""
+    merged = {**(engine_factors or {}), **(data or {})}
     return merged or None
 
 
-def _efficiency_label(serving_engine: str | None, overridden: bool) -> str | None:
-    if not serving_engine:
-        return None
-    return profile_label(serving_engine) + (" with overrides" if overridden else "")
+def named_engine_efficiency(engine: str | None, chip: Chip, weight_dtype: str, calibration) -> tuple[dict[str, float], str | None]:
+    """What a request naming `engine` on `chip` takes from the engine's fitted profile, and the label it says so with:
+    nothing where runs measured under the engine on this chip (a calibration keyed by the chip's variant slug) speak
+    for it; the whole profile where it covers the chip; the engine's host-side costs over the chip's spec defaults."""
+    dtypes = (weight_dtype, "*")
+    if not engine or any((variant_slug(chip.slug, engine), d) in calibration for d in dtypes):
+        return {}, None
+    factors = engine_factors(engine, chip, chip_fitted=any((chip.slug, d) in calibration for d in dtypes))
+    if not factors:
+        return {}, None
+    return factors, profile_label(engine) if profiled(engine, chip) else host_label(engine)
+
+
+def _efficiency_label(label: str | None, overridden: bool) -> str | None:
+    return label + (" with overrides" if overridden else "") if label else None
 
 
 def outside_silicon(chip) -> bool:
@@ -181,8 +192,9 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     if engine:  # its scheduler's memory rule, batch cap and prefill budget
         chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
                                         slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
-    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency.
-    profiled_engine = engine if profiled(engine, chip) and not engine_calibrated else None
+    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency (its spec
+    # defaults with the engine's host-side costs).
+    factors, engine_label = named_engine_efficiency(engine, chip, data["weight_dtype"], calibration)
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
@@ -197,7 +209,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
             attention_data_parallel=data["attention_data_parallel"], weight_dtype=data["weight_dtype"], kv_dtype=data.get("kv_dtype"), decoding=decoding,
         )  # fmt: skip
         return evaluate_deployment(
-            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency"), profiled_engine),
+            model_spec, deployment, workload, batch=batch, efficiency=_efficiency(data.get("efficiency"), factors),
             calibration=calibration, disaggregated=data["disaggregated"],
         )  # fmt: skip
 
@@ -234,7 +246,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["serving_engine"] = engine
     layout = model_spec.weight_layout(data["weight_dtype"])
     out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
-    out["efficiency_source"] = _efficiency_label(profiled_engine, bool(data.get("efficiency"))) or out["efficiency_source"]
+    out["efficiency_source"] = _efficiency_label(engine_label, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
     out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine if profiled(engine, chip) else None,
                                                       disaggregated=data["disaggregated"]))  # fmt: skip
@@ -300,7 +312,7 @@ def _row(
     # under the engine on that chip keeps its own label.
     chip = chips_by_slug[row["chip_slug"]]
     under_profile = profiled(serving_engine, chip) and not str(est.efficiency_source).startswith("calibration")
-    efficiency_label = _efficiency_label(serving_engine, overridden) if under_profile else None
+    efficiency_label = _efficiency_label(profile_label(serving_engine), overridden) if under_profile else None
     offering = result.offering_of(int(i))
     row["usd_per_million_output_tokens"] = json_safe(float(result.usd_per_million_output_tokens[i]))
     row["usd_per_million_input_tokens"] = json_safe(float(result.usd_per_million_input_tokens[i]))

@@ -25,9 +25,9 @@ from planner.accuracy import _by_name
 from planner.accuracy_tables import stats_cell
 from planner.engine import absolute_percentage_error, ratio_stats
 from planner import catalog_specs
+from planner.engine_profiles import profiled
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
-from planner.engine_profiles import profile_covers, serving_engines
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
@@ -155,7 +155,10 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
         "model": model, "chip": chip, "chip_count": count, "tensor_parallel": int(_float(row["tensor_parallel"]) or count),
         "weight_dtype": _dtype(row["weight_dtype"]), "kv_dtype": None, "decoding": {"method": "ar"},
         "efficiency": None, "offering": None,
-        "serving_engine": engine if engine in serving_engines() and profile_covers(chip) else None, "read_as": read_as,
+        # The row's engine wherever the catalog's runs on the chip, as a request naming it is served (its scheduler defaults;
+        # its fitted profile on NVIDIA GPUs only).
+        "serving_engine": engine if engine and catalog_specs.engine_refusal(catalog_specs.serving_engine_named(engine), chip) is None else None,
+        "read_as": read_as,
     }  # fmt: skip
 
 
@@ -197,7 +200,9 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                     "id": row["id"], "metric": metric, "percentile": p, "measured_s": measured_ms / 1e3, "predicted_s": predicted,
                     "ape": absolute_percentage_error(predicted, measured_ms / 1e3), "engine": row["engine"], "chip": data["chip"].slug,
                     "model": data["model"].slug, "tpot_kind": row.get("tpot_kind", ""), "overloaded": result.overloaded,
-                    "serving_engine_profile": data["serving_engine"], "notes": notes, "source": row["source"],
+                    "serving_engine": data["serving_engine"],
+                    "serving_engine_profile": data["serving_engine"] if profiled(data["serving_engine"], data["chip"]) else None,
+                    "notes": notes, "source": row["source"],
                 })  # fmt: skip
     return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values)}
 

@@ -50,10 +50,10 @@ from planner.engine.simulation import (
     simulate_disaggregated,
     step_cost_for,
 )
-from planner.engine_profiles import profiled, variant_slug
+from planner.engine_profiles import variant_slug
 from planner.models import Plan, SimulationRun
 from planner.runs import queued_resend, run_send
-from planner.services import _efficiency, decoding_spec, json_safe
+from planner.services import _efficiency, decoding_spec, json_safe, named_engine_efficiency
 from planner.simulation_inputs import scheduler_from, slos_from, workload_from, workload_tokens
 
 logger = logging.getLogger(__name__)
@@ -112,8 +112,9 @@ def simulation_setup(*, data: dict[str, Any], workload: SimulationWorkload) -> S
     if engine:
         chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
                                         slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
-    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency.
-    efficiency = _efficiency(data.get("efficiency"), engine if profiled(engine, chip) and not engine_calibrated else None)
+    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency (its spec
+    # defaults with the engine's host-side costs), as the estimate takes them.
+    efficiency = _efficiency(data.get("efficiency"), named_engine_efficiency(engine, chip, data["weight_dtype"], calibration)[0])
     requests = workload.sample()
     mean = Workload(prompt_tokens=max(int(np.mean(requests.prompt_tokens)), 1), output_tokens=max(int(np.mean(requests.output_tokens)), 1))
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=mean.output_tokens)

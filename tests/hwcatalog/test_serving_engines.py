@@ -87,3 +87,22 @@ def test_an_engine_is_refused_where_it_does_not_run_naming_the_field(catalog, an
             "serving_engine": engine}  # fmt: skip
     response = anonymous_client.post("/api/v1/estimates/", body, format="json")
     assert response.status_code == 400 and says in response.json()["serving_engine"][0]
+
+
+def test_an_engine_named_on_a_chip_at_its_spec_defaults_brings_its_host_costs_not_its_kernels(catalog, anonymous_client):
+    from planner.engine_profiles import stored_profiles
+
+    body = {"model": "deepseek-v3", "chip": "amd-mi355x", "chip_count": 8, "tensor_parallel": 8, "weight_dtype": "fp8",
+            "prompt_tokens": 1024, "output_tokens": 256, "batch": 4}  # fmt: skip
+    plain = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    sglang = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "sglang"}, format="json").json()
+    assert plain["efficiency_source"] == "spec defaults"
+    assert sglang["efficiency_source"] == "spec defaults with SGLang's step and request overheads (its fitted serving-engine profile)"
+    profile = stored_profiles()["SGLang"]
+    # The request's handling before its prefill and the scheduler's work per step come with the engine; the MI355X's
+    # compute and bandwidth stay at its spec defaults (SGLang's profile was fitted on NVIDIA GPUs).
+    assert sglang["ttft_s"] - plain["ttft_s"] >= profile.request_overhead_s
+    assert sglang["tpot_s"] - plain["tpot_s"] == pytest.approx(profile.step_overhead_s - 3e-4, rel=0.2)
+    # A chip with a fitted profile of its own (the MI300X's chip-family profile) keeps it whole: it was measured under engines.
+    mi300x = anonymous_client.post("/api/v1/estimates/", {**body, "chip": "amd-mi300x", "serving_engine": "sglang"}, format="json").json()
+    assert mi300x["efficiency_source"].startswith("fitted chip-family profile (AMD gpu")
