@@ -129,7 +129,7 @@ def home(request: HttpRequest) -> HttpResponse:
                 try:
                     plan = planner_services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
                 except planner_services.PlanTooLarge as exc:
-                    errors["hardware"] = [str(exc)]
+                    errors[exc.field] = [str(exc)]
             else:
                 errors = forms.form_errors(serializer.errors)
         if errors:
@@ -483,8 +483,8 @@ def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
 def _engine_choices() -> list[tuple[str, str]]:
     """The catalog's serving engines as (value, label): where each runs, and which carry a fitted profile."""
     fitted = set(fitted_engines())
-    return [(e.name, f"{e.name} ({'fitted profile on NVIDIA GPUs; ' if e.name in fitted else ''}"
-                     f"{', '.join(e.chip_vendors) + ' ' if e.chip_vendors else ''}{', '.join(e.chip_kinds)})")
+    return [(e.name, f"{e.name} ({'fitted profile on NVIDIA GPUs; ' if e.name in fitted else ''}{', '.join(e.chip_kinds)} chips"
+                     f"{' of ' + ', '.join(e.chip_vendors) if e.chip_vendors else ''})")
             for e in ServingEngine.objects.order_by("name")]  # fmt: skip
 
 

@@ -172,6 +172,13 @@ class ServingEngine(Sourced):
         unknown = sorted(set(self.chip_kinds if isinstance(self.chip_kinds, list) else []) - set(Chip.Kind.values))
         if unknown:
             errors["chip_kinds"] = f"Unknown chip kinds: {', '.join(unknown)}."
+        if not errors.get("weight_dtypes") and (odd := sorted(set(self.weight_dtypes) - set(architecture.DTYPE_BYTES))):
+            errors["weight_dtypes"] = f"Unknown weight dtypes: {', '.join(odd)}."
+        if not errors.get("chip_vendors"):
+            # "Vendor" (any of its chips) or "Vendor kind" (its chips of that kind only: "Intel cpu")
+            odd = [v for v in self.chip_vendors if len(words := v.split()) > 1 and words[-1] not in Chip.Kind.values]
+            if odd:
+                errors["chip_vendors"] = f"{', '.join(odd)}: a vendor, or a vendor and one of the chip kinds {', '.join(Chip.Kind.values)}."
         self._check(errors)
 
 

@@ -124,7 +124,7 @@ class PlanListCreateApi(ListAPIView):
         try:
             plan = services.plan_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
         except services.PlanTooLarge as exc:
-            return Response({"hardware": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+            return Response({exc.field: [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
         if plan.pending:
             queued = PlanQueuedSerializer(plan, context={"request": request}).data
             return Response(queued, status=status.HTTP_202_ACCEPTED, headers={"Location": queued["url"]})

@@ -30,7 +30,7 @@ from planner.engine.fleet import (
     rent_or_buy,
 )
 from planner.engine.uncertainty import interval, serving_for
-from planner.engine_profiles import split_variant
+from planner.engine_profiles import profiled, split_variant
 from planner.models import FleetPlan
 from planner.runs import queued_resend, run_claim, run_fail, run_send
 from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, outside_silicon, plan_search_prepare
@@ -107,7 +107,7 @@ def fleet_prepare(*, data: dict[str, Any]) -> PreparedFleet:
     try:
         search = plan_search_prepare(data=plan_like)
     except PlanTooLarge as exc:
-        raise FleetRefused(str(exc), field="hardware") from None
+        raise FleetRefused(str(exc), field=exc.field) from None
     total = search.candidates * len(classes)  # no class gives a concurrency: every class searches the same grid
     if total > MAX_FLEET_CANDIDATES:
         raise FleetRefused(f"This fleet would search {total:,} configurations ({search.candidates:,} for each of {len(classes)} classes; "
@@ -131,6 +131,7 @@ def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
     ratios = []
     for spec in search.specs:
         slug, engine = split_variant(spec.slug)
+        engine = engine if profiled(engine, chips[slug]) else None  # an engine's bands where its fitted profile was used
         band = interval(1.0, "output_tokens_per_s_total", chip_kind=chips[slug].kind, engine=engine or "*", bands=error_bands(),
                         serving=serving_for(search.options.disaggregated), outside_silicon=outside_silicon(chips[slug]))  # fmt: skip
         ratios.append(band.low if band else 1.0)

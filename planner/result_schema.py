@@ -37,7 +37,8 @@ PLAN_ROW_FIELDS: tuple[ResultField, ...] = (
                 description="the whole configuration per month (730.5 h)"),
     ResultField(name="chip_kind", kind="str", unit="", description="cpu, gpu, tpu, lpu or other", per_candidate=False, csv="chip_kind"),
     ResultField(name="serving_engine", kind="str", unit="", per_candidate=False, nullable=True, csv="serving_engine",
-                description="the serving engine whose fitted profile the row used (null: spec defaults)"),
+                description="the serving engine the row is served under: its scheduler defaults, and its fitted profile where "
+                            "efficiency_source says so (null: none named)"),
     ResultField(name="weight_format", kind="str", unit="", per_candidate=False, csv="weight_format",
                 description="the format the weights are stored in (nvfp4, mxfp4, fp8_block, int4, ...; docs/planner_math.md#units-and-data-types)"),
     ResultField(name="weight_bits_per_weight", kind="float", unit="bits", per_candidate=False, csv="weight_bits_per_weight",
@@ -113,7 +114,8 @@ def estimate_response_schema() -> dict[str, Any]:
     schema["properties"].update(
         tensor_parallel_chosen={"type": "string", "enum": ["auto", "given"], "description": "whether TP was searched or given"},
         chip_kind={"type": "string", "description": "cpu, gpu, tpu, lpu or other"},
-        serving_engine={"type": "string", "nullable": True, "description": "the serving engine whose fitted profile it used (null: spec defaults)"},
+        serving_engine={"type": "string", "nullable": True, "description": "the serving engine it is served under: its scheduler defaults, "
+                        "and its fitted profile where efficiency_source says so (null: none named)"},
         weight_format={"type": "string", "description": "the format the weights are stored in: nvfp4, mxfp4, fp8_block, q4_k_m, ... "
                        "(block scales counted, docs/planner_math.md#units-and-data-types)"},
         weight_bits_per_weight={"type": "number", "description": "bits one weight takes in weight_format, its scales included"},

@@ -168,7 +168,8 @@ SERVING_ENGINE_HELP = (
     "A serving engine of the catalog (GET /api/v1/engines/), by slug, name or alias: its scheduler defaults (memory rule, "
     "batch cap, prefill budget) apply, and on NVIDIA GPUs its fitted efficiency profile (planner/data/engine_profiles.json) "
     "replaces the chip's defaults, with its cross-validated intervals. Elsewhere the chip keeps its own efficiency "
-    "(its calibration, chip-family profile or spec defaults). Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults."
+    "(its calibration or chip-family profile; at its spec defaults, with the engine's step and request overheads). "
+    "Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults."
 )
 
 
@@ -190,7 +191,10 @@ def check_engine(attrs, chip_field: str = "chip") -> None:
     """A 400 on serving_engine when the engine does not run on the chip or serve the weights' dtype."""
     name = attrs.get("serving_engine")
     if name:
-        reason = catalog_specs.engine_refusal(catalog_specs.serving_engine_named(name), attrs[chip_field], attrs.get("weight_dtype"))
+        engine = catalog_specs.serving_engine_named(name)
+        if engine is None:  # left the catalog since the field was read
+            raise serializers.ValidationError({"serving_engine": f"No serving engine named {name!r}."})
+        reason = catalog_specs.engine_refusal(engine, attrs[chip_field], attrs.get("weight_dtype"))
         if reason:
             raise serializers.ValidationError({"serving_engine": reason})
 

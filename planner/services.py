@@ -65,7 +65,12 @@ RENT_MODELS = ("on_demand", "reserved", "spot")
 
 
 class PlanTooLarge(ValueError):
-    """The search asked for cannot run as asked (too large, or nothing to search): a 400 on `hardware`."""
+    """The search asked for cannot run as asked (too large, or nothing to search): a 400 on `field` (`hardware`, or
+    `serving_engine` where the engine named rules out every chip or dtype the filters leave)."""
+
+    def __init__(self, message: str, *, field: str = "hardware"):
+        super().__init__(message)
+        self.field = field
 
 
 def json_safe(value: Any) -> Any:
@@ -375,17 +380,20 @@ def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
     chips = _chips_for(data["hardware"])
     engine = data.get("serving_engine")
     serving = catalog_specs.serving_engine_named(engine) if engine else None
+    matched = chips
     if serving is not None:  # the plan searches the chips the engine runs on
         chips = [c for c in chips if catalog_specs.engine_refusal(serving, c) is None]
     if not chips:
-        raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors"
-                           + (f"; {engine} runs on {_engine_scope(serving)}" if serving else "") + "); widen them.")
+        if matched:
+            raise PlanTooLarge(f"{engine} runs on {_engine_scope(serving)}; no chip the hardware filters leave is one.", field="serving_engine")
+        raise PlanTooLarge("No chip in the catalog matches these hardware filters (chips, kinds, vendors); widen them.")
     decodings = tuple(decoding_spec(d, model=model, output_tokens=workload.output_tokens) for d in data["decodings"])
     options = plan_search_options(data, decodings=decodings)
     if serving is not None:  # at the weight dtypes it serves
         dtypes = tuple(d for d in options.weight_dtypes if d in serving.weight_dtypes)
         if not dtypes:
-            raise PlanTooLarge(f"{engine} serves {', '.join(serving.weight_dtypes)} weights; hardware.weight_dtypes names none of them.")
+            raise PlanTooLarge(f"{engine} serves {', '.join(serving.weight_dtypes)} weights; hardware.weight_dtypes names none of them.",
+                               field="serving_engine")
         options = dataclasses.replace(options, weight_dtypes=dtypes)
     # Each chip a fitted profile covers is tried under every serving engine, or the one the request names.
     engines = (engine,) if engine else serving_engines()

@@ -32,7 +32,6 @@ from planner.simulation_services import SimulationRefused, simulate_setup, simul
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
 METRICS = ("ttft", "tpot")
-ENGINES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 DEFAULT_REQUESTS = 1000
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -150,14 +149,15 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
         raise ValueError(why)
     count = int(_float(row["chip_count"]) or 1)
     read_as = [why] if why else []
-    engine = ENGINES.get(row["engine"].strip().lower())
+    named = row["engine"].strip()
+    catalog_engine = catalog_specs.serving_engine_named(named) if named else None  # by slug, name or alias (trtllm)
     return {
         "model": model, "chip": chip, "chip_count": count, "tensor_parallel": int(_float(row["tensor_parallel"]) or count),
         "weight_dtype": _dtype(row["weight_dtype"]), "kv_dtype": None, "decoding": {"method": "ar"},
         "efficiency": None, "offering": None,
         # The row's engine wherever the catalog's runs on the chip, as a request naming it is served (its scheduler defaults;
         # its fitted profile on NVIDIA GPUs only).
-        "serving_engine": engine if engine and catalog_specs.engine_refusal(catalog_specs.serving_engine_named(engine), chip) is None else None,
+        "serving_engine": catalog_engine.name if catalog_engine and catalog_specs.engine_refusal(catalog_engine, chip) is None else None,
         "read_as": read_as,
     }  # fmt: skip
 

@@ -112,8 +112,10 @@ def test_a_post_without_the_csrf_token_is_refused(dana, catalog):
 
 def test_the_form_offers_every_serving_engine_and_a_chosen_one_narrows_the_plan(ui_client, dana, catalog):
     page = ui_client.get("/").content.decode()
-    assert 'name="serving_engine"' in page and ">vLLM (fitted profile on NVIDIA GPUs; gpu, tpu, cpu, other)<" in page
-    assert ">TensorRT-LLM (fitted profile on NVIDIA GPUs; NVIDIA gpu)<" in page
+    assert 'name="serving_engine"' in page
+    assert ">vLLM (fitted profile on NVIDIA GPUs; gpu, tpu, cpu, other chips of NVIDIA, AMD, Intel cpu, Intel gpu, Google, Apple)<" in page
+    assert ">TensorRT-LLM (fitted profile on NVIDIA GPUs; gpu chips of NVIDIA)<" in page
+    assert ">JetStream (tpu chips of Google)<" in page
     ui_client.post("/", {**CHAT_FORM, "serving_engine": "vLLM"})
     plan = Plan.objects.get()
     assert plan.inputs["serving_engine"] == "vLLM"

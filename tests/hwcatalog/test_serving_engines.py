@@ -54,7 +54,7 @@ def test_the_catalog_carries_the_engines_deployments_use_on_every_kind_of_chip(c
     by_slug = {e["slug"]: e for e in anonymous_client.get("/api/v1/engines/").json()}
     # The list: llama.cpp, LMDeploy, vLLM-TPU/JetStream, IPEX/OpenVINO, MLX, and the stacks behind the measured rows.
     assert {"llama-cpp", "lmdeploy", "jetstream", "openvino", "mlx-lm", "neuronx", "vllm-gaudi", "sglang-jax", "itrex", "tgi"} <= set(by_slug)
-    assert by_slug["llama-cpp"]["max_batch_sequences"] == 4 and by_slug["llama-cpp"]["prefill_token_budget"] == 512
+    assert by_slug["llama-cpp"]["max_batch_sequences"] == 4 and by_slug["llama-cpp"]["prefill_token_budget"] == 2048
     assert (by_slug["lmdeploy"]["kv_memory_rule"], by_slug["lmdeploy"]["kv_memory_fraction"]) == ("of_free", 0.8)
     # Every name a request may use (slug, name, fitted profile, alias) resolves to one engine only.
     names = [(n, e.slug) for e in ServingEngine.objects.all() for n in {m.casefold() for m in (e.slug, e.name, e.profile, *e.aliases) if m}]
@@ -79,7 +79,7 @@ def test_an_estimate_naming_llama_cpp_on_a_mac_runs_under_its_slots_with_the_chi
         ("llama.cpp", "intel-gaudi3", "bf16", "runs on NVIDIA, AMD, Intel cpu, Intel gpu, Apple chips only"),
         ("TensorRT-LLM", "amd-mi300x", "bf16", "runs on NVIDIA chips only"),
         ("JetStream", "nvidia-h100-sxm", "bf16", "runs on tpu chips"),
-        ("llama.cpp", "nvidia-h100-sxm", "fp8", "serves bf16, fp16, fp4, int8, int4 weights, not fp8"),
+        ("llama.cpp", "nvidia-h100-sxm", "fp8", "serves fp32, bf16, fp16, fp4, int8, int4 weights, not fp8"),
     ],
 )
 def test_an_engine_is_refused_where_it_does_not_run_naming_the_field(catalog, anonymous_client, engine, chip, dtype, says):
@@ -106,3 +106,20 @@ def test_an_engine_named_on_a_chip_at_its_spec_defaults_brings_its_host_costs_no
     # A chip with a fitted profile of its own (the MI300X's chip-family profile) keeps it whole: it was measured under engines.
     mi300x = anonymous_client.post("/api/v1/estimates/", {**body, "chip": "amd-mi300x", "serving_engine": "sglang"}, format="json").json()
     assert mi300x["efficiency_source"].startswith("fitted chip-family profile (AMD gpu")
+
+
+def test_a_fitted_engine_is_named_as_its_profile_and_a_vendor_kind_must_be_a_kind(catalog):
+    import datetime as dt
+
+    from django.core.exceptions import ValidationError
+
+    from hwcatalog.models import ServingEngine
+
+    # Requests resolve an engine to its name, which keys its fitted profile and error bands.
+    assert all(e.profile in ("", e.name) for e in ServingEngine.objects.all())
+    engine = ServingEngine(slug="x", name="X", project_url="https://example.org", chip_kinds=["cpu"], chip_vendors=["Intel cpus"],
+                           weight_dtypes=["bf16", "fp7"], kv_memory_rule="of_total", kv_memory_fraction=0.9, sources=["a"],
+                           as_of=dt.date(2026, 12, 5))  # fmt: skip
+    with pytest.raises(ValidationError) as err:
+        engine.full_clean()
+    assert "Intel cpus" in err.value.message_dict["chip_vendors"][0] and "fp7" in err.value.message_dict["weight_dtypes"][0]
