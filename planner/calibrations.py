@@ -41,8 +41,10 @@ def calibration_fit(
 ) -> Calibration:
     """A robust fit over the runs (planner/engine/calibration.py: noisy runs and outliers left out, the prior
     weighed in); stored as the next version for (chip, engine, dtype), naming the runs it used. The runs are
-    the planner's own trials unless `serving_engine` names the engine they were measured under. NoisyRuns
-    (nothing stored) when every run was too noisy to learn from."""
+    the planner's own trials unless `serving_engine` names the engine they were measured under (by slug, name or
+    alias; stored as its catalog name, the name requests resolve to). NoisyRuns (nothing stored) when every run was
+    too noisy to learn from."""
+    serving_engine = catalog_engine_name(serving_engine)
     latest = Calibration.objects.select_for_update().filter(
         chip_slug=chip.slug, serving_engine=serving_engine, weight_dtype=weight_dtype
     ).aggregate(v=Max("version"))["v"]
@@ -66,6 +68,17 @@ def prior_log_sigma(chip: Chip) -> float:
 
 
 @transaction.atomic
+def catalog_engine_name(name: str) -> str:
+    """A calibration's serving engine as stored: the catalog engine's name ("vllm" -> "vLLM"); "" for the planner's own
+    trials. ValueError for a name the catalog does not know."""
+    if not name:
+        return ""
+    engine = catalog_specs.serving_engine_named(name)
+    if engine is None:
+        raise ValueError(f"no serving engine named {name!r} in the catalog")
+    return engine.name
+
+
 def calibration_rollback(*, chip_slug: str, weight_dtype: str, to_version: int, serving_engine: str = "") -> Calibration:
     """Make `to_version` of (chip, engine, dtype) the one in use: newer versions are deactivated, not deleted."""
     versions = Calibration.objects.select_for_update().filter(chip_slug=chip_slug, serving_engine=serving_engine, weight_dtype=weight_dtype)

@@ -214,10 +214,15 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
     chips: dict[str, Chip] | None = None
     calibrated: set[str] = set()
+    engine_names: dict[str, str] = {}  # a row's engine as requests name it (the catalog's name), whatever it was stored as
     for row in rows:
         if not row.serving_engine:
             calibrated.add(row.chip_slug)
-        key = (variant_slug(row.chip_slug, row.serving_engine) if row.serving_engine else row.chip_slug, row.weight_dtype)
+        elif row.serving_engine not in engine_names:
+            found = serving_engine_named(row.serving_engine)
+            engine_names[row.serving_engine] = found.name if found else row.serving_engine
+        engine = engine_names.get(row.serving_engine, "")
+        key = (variant_slug(row.chip_slug, engine) if engine else row.chip_slug, row.weight_dtype)
         if key in newest:
             continue
         factors = {name: getattr(row, name) for name in FACTORS}

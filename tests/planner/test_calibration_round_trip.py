@@ -127,3 +127,21 @@ def test_calibration_versions_count_per_chip_engine_and_dtype(catalog):
     assert (own.version, own.serving_engine) == (1, "") and [v.version for v in vllm] == [1, 2]
     calibration_rollback(chip_slug="nvidia-h100-sxm", weight_dtype="bf16", to_version=1, serving_engine="vLLM")
     assert not Calibration.objects.get(pk=vllm[1].pk).active and Calibration.objects.get(pk=own.pk).active
+
+
+def test_a_calibration_names_its_engine_as_requests_do(catalog, anonymous_client):
+    from planner.calibrations import calibration_fit
+    from planner.engine.calibration import Observation
+
+    chip_row = Chip.objects.get(slug="nvidia-h100-sxm")
+    observation = Observation(decode_bytes=16e9, decode_flops=16e9, tpot_s=0.007, prefill_bytes=16e9, prefill_flops=1.6e13,
+                              ttft_s=0.03, peak_flops_per_s=989e12, bandwidth_bytes_per_s=3.35e12)  # fmt: skip
+    row = calibration_fit(chip=chip_row, weight_dtype="bf16", observations=[observation], run_ids=["a"], serving_engine="VLLM")
+    assert row.serving_engine == "vLLM"  # stored under the catalog's name, which a request naming "vllm" resolves to
+    # A row stored under another of the engine's names before (an alias, another case) still speaks for requests naming it.
+    legacy = _slow_vllm_calibration("nvidia-h200-sxm")
+    legacy.serving_engine = "sglang"
+    legacy.save()
+    assert _estimate(anonymous_client, chip="nvidia-h200-sxm", serving_engine="SGLang")["efficiency_source"] == legacy.label
+    with pytest.raises(ValueError, match="no serving engine named 'gpt-fast'"):
+        calibration_fit(chip=chip_row, weight_dtype="bf16", observations=[observation], run_ids=["b"], serving_engine="gpt-fast")

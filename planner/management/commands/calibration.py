@@ -16,6 +16,12 @@ class Command(BaseCommand):
         parser.add_argument("--rollback", type=int, metavar="VERSION", help="make VERSION the one in use")
 
     def handle(self, *args, chip: str, dtype: str, engine: str, rollback: int | None, **options):
+        from planner.calibrations import catalog_engine_name
+
+        try:
+            engine = catalog_engine_name(engine)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         label = f"{chip}{'@' + engine if engine else ''}/{dtype}"
         if rollback is not None:
             try:
