@@ -67,7 +67,6 @@ def prior_log_sigma(chip: Chip) -> float:
     return log_sigma_of_80_interval(band.low, band.high) if band is not None and band.high > band.low else PRIOR_LOG_SIGMA
 
 
-@transaction.atomic
 def catalog_engine_name(name: str) -> str:
     """A calibration's serving engine as stored: the catalog engine's name ("vllm" -> "vLLM"); "" for the planner's own
     trials. ValueError for a name the catalog does not know."""
@@ -79,6 +78,7 @@ def catalog_engine_name(name: str) -> str:
     return engine.name
 
 
+@transaction.atomic
 def calibration_rollback(*, chip_slug: str, weight_dtype: str, to_version: int, serving_engine: str = "") -> Calibration:
     """Make `to_version` of (chip, engine, dtype) the one in use: newer versions are deactivated, not deleted."""
     versions = Calibration.objects.select_for_update().filter(chip_slug=chip_slug, serving_engine=serving_engine, weight_dtype=weight_dtype)

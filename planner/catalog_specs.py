@@ -105,13 +105,15 @@ def _name_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+def serving_engines_by_name() -> dict[str, ServingEngine]:
+    """Every catalog serving engine under each name a request may use (slug, name, fitted profile, alias), case and
+    spacing aside (_name_key): one query."""
+    return {_name_key(n): engine for engine in ServingEngine.objects.all() for n in (engine.slug, engine.name, engine.profile, *engine.aliases) if n}
+
+
 def serving_engine_named(name: str) -> ServingEngine | None:
     """The catalog serving engine a request names: by slug, name, fitted profile or alias, case and spacing aside."""
-    key = _name_key(name)
-    for engine in ServingEngine.objects.all():
-        if key in {_name_key(n) for n in (engine.slug, engine.name, engine.profile, *engine.aliases) if n}:
-            return engine
-    return None
+    return serving_engines_by_name().get(_name_key(name))
 
 
 def serving_engine_names() -> list[str]:
@@ -214,14 +216,15 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
     chips: dict[str, Chip] | None = None
     calibrated: set[str] = set()
-    engine_names: dict[str, str] = {}  # a row's engine as requests name it (the catalog's name), whatever it was stored as
+    engines: dict[str, ServingEngine] | None = None  # read when a row names one
     for row in rows:
         if not row.serving_engine:
             calibrated.add(row.chip_slug)
-        elif row.serving_engine not in engine_names:
-            found = serving_engine_named(row.serving_engine)
-            engine_names[row.serving_engine] = found.name if found else row.serving_engine
-        engine = engine_names.get(row.serving_engine, "")
+            engine = ""
+        else:  # the row's engine as requests name it (the catalog's name), whatever it was stored as
+            engines = serving_engines_by_name() if engines is None else engines
+            found = engines.get(_name_key(row.serving_engine))
+            engine = found.name if found else row.serving_engine
         key = (variant_slug(row.chip_slug, engine) if engine else row.chip_slug, row.weight_dtype)
         if key in newest:
             continue

@@ -187,14 +187,14 @@ class ServingEngineName(serializers.CharField):
         return engine.name
 
 
-def check_engine(attrs, chip_field: str = "chip") -> None:
+def check_engine(attrs) -> None:
     """A 400 on serving_engine when the engine does not run on the chip or serve the weights' dtype."""
     name = attrs.get("serving_engine")
     if name:
         engine = catalog_specs.serving_engine_named(name)
         if engine is None:  # left the catalog since the field was read
             raise serializers.ValidationError({"serving_engine": f"No serving engine named {name!r}."})
-        reason = catalog_specs.engine_refusal(engine, attrs[chip_field], attrs.get("weight_dtype"))
+        reason = catalog_specs.engine_refusal(engine, attrs["chip"], attrs.get("weight_dtype"))
         if reason:
             raise serializers.ValidationError({"serving_engine": reason})
 

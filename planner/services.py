@@ -122,17 +122,22 @@ def _efficiency(data: dict[str, Any] | None, engine_factors: dict[str, float] | 
     return merged or None
 
 
-def named_engine_efficiency(engine: str | None, chip: Chip, weight_dtype: str, calibration) -> tuple[dict[str, float], str | None]:
-    """What a request naming `engine` on `chip` takes from the engine's fitted profile, and the label it says so with:
-    nothing where runs measured under the engine on this chip (a calibration keyed by the chip's variant slug) speak
-    for it; the whole profile where it covers the chip; the engine's host-side costs over the chip's spec defaults."""
+def named_engine_setup(engine: str | None, chip: Chip, chip_spec, weight_dtype: str, calibration) -> tuple[Any, dict[str, float], str | None]:
+    """A request naming `engine` on `chip`: the chip spec under the engine's scheduler defaults (memory rule, batch cap,
+    prefill budget), the factors it takes from the engine's fitted profile and the label it says so with. Runs measured
+    under the engine on this chip (a calibration keyed by the chip's variant slug) speak for it over the profile: the
+    spec takes the variant's slug and nothing else; else the whole profile where it covers the chip, the engine's
+    host-side costs over the chip's spec defaults (engine_profiles.engine_factors), or nothing."""
+    if not engine:
+        return chip_spec, {}, None
     dtypes = (weight_dtype, "*")
-    if not engine or any((variant_slug(chip.slug, engine), d) in calibration for d in dtypes):
-        return {}, None
-    factors = engine_factors(engine, chip, chip_fitted=any((chip.slug, d) in calibration for d in dtypes))
+    measured = any((variant_slug(chip.slug, engine), d) in calibration for d in dtypes)
+    chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
+                                    slug=variant_slug(chip.slug, engine) if measured else chip_spec.slug)  # fmt: skip
+    factors = {} if measured else engine_factors(engine, chip, chip_fitted=any((chip.slug, d) in calibration for d in dtypes))
     if not factors:
-        return {}, None
-    return factors, profile_label(engine) if profiled(engine, chip) else host_label(engine)
+        return chip_spec, {}, None
+    return chip_spec, factors, profile_label(engine) if profiled(engine, chip) else host_label(engine)
 
 
 def _efficiency_label(label: str | None, overridden: bool) -> str | None:
@@ -191,15 +196,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     chip_spec = catalog_specs.chip_spec(chip)
     engine = data.get("serving_engine")
     calibration = catalog_specs.calibrations_for([chip.slug])
-    # Runs measured under the engine on this chip (a calibration keyed by the chip's variant slug) speak
-    # for it over the engine's fitted profile.
-    engine_calibrated = bool(engine) and any((variant_slug(chip.slug, engine), d) in calibration for d in (data["weight_dtype"], "*"))
-    if engine:  # its scheduler's memory rule, batch cap and prefill budget
-        chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
-                                        slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
-    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency (its spec
-    # defaults with the engine's host-side costs).
-    factors, engine_label = named_engine_efficiency(engine, chip, data["weight_dtype"], calibration)
+    chip_spec, factors, engine_label = named_engine_setup(engine, chip, chip_spec, data["weight_dtype"], calibration)
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])

@@ -53,7 +53,7 @@ from planner.engine.simulation import (
 from planner.engine_profiles import variant_slug
 from planner.models import Plan, SimulationRun
 from planner.runs import queued_resend, run_send
-from planner.services import _efficiency, decoding_spec, json_safe, named_engine_efficiency
+from planner.services import _efficiency, decoding_spec, json_safe, named_engine_setup
 from planner.simulation_inputs import scheduler_from, slos_from, workload_from, workload_tokens
 
 logger = logging.getLogger(__name__)
@@ -106,15 +106,10 @@ def simulation_setup(*, data: dict[str, Any], workload: SimulationWorkload) -> S
     chip: Chip = data["chip"]
     model_spec = catalog_specs.model_spec(model)
     chip_spec = catalog_specs.chip_spec(chip)
-    engine = data.get("serving_engine")
     calibration = catalog_specs.calibrations_for([chip.slug])
-    engine_calibrated = bool(engine) and any((variant_slug(chip.slug, engine), d) in calibration for d in (data["weight_dtype"], "*"))
-    if engine:
-        chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
-                                        slug=variant_slug(chip.slug, engine) if engine_calibrated else chip_spec.slug)  # fmt: skip
-    # The engine's fitted profile where it speaks for the chip (NVIDIA GPUs), else the chip's own efficiency (its spec
-    # defaults with the engine's host-side costs), as the estimate takes them.
-    efficiency = _efficiency(data.get("efficiency"), named_engine_efficiency(engine, chip, data["weight_dtype"], calibration)[0])
+    # As the estimate takes them (planner.services.named_engine_setup).
+    chip_spec, factors, _ = named_engine_setup(data.get("serving_engine"), chip, chip_spec, data["weight_dtype"], calibration)
+    efficiency = _efficiency(data.get("efficiency"), factors)
     requests = workload.sample()
     mean = Workload(prompt_tokens=max(int(np.mean(requests.prompt_tokens)), 1), output_tokens=max(int(np.mean(requests.output_tokens)), 1))
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=mean.output_tokens)

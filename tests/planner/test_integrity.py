@@ -36,7 +36,9 @@ def test_a_changed_price_makes_new_plans_and_leaves_old_ones_as_they_were(catalo
     assert second["best_usd_per_million_output_tokens"] != first["best_usd_per_million_output_tokens"]
 
 
-def test_a_calibration_rolls_back_to_an_earlier_version(db, capsys):
+def test_a_calibration_rolls_back_to_an_earlier_version(transactional_db, capsys):
+    # transactional_db: no test transaction around it, so the rollback's row locks need its own (PostgreSQL refuses
+    # select_for_update outside one)
     _calibration(1, 0.5)
     _calibration(2, 0.9)
     assert calibrations_for(["nvidia-h100-sxm"])[("nvidia-h100-sxm", "bf16")].bandwidth_fraction == 0.9
