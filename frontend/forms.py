@@ -332,8 +332,13 @@ SIMULATION_CONFIG_FIELDS = ("model", "chip", "chip_count", "tensor_parallel", "w
 SIMULATION_FIELDS = (
     *SIMULATION_CONFIG_FIELDS, "requests", "arrivals", "rate_per_s", "cv", "concurrency", "think_time_s",
     "prompt_kind", "prompt_tokens", "prompt_std_tokens", "output_kind", "output_tokens", "output_std_tokens", "seed",
-    "ttft_p", "ttft_s", "tpot_p", "tpot_s", "prefill_replicas", "sweep_rates", "max_sequences", "plan", "rank", "decoding",
+    "ttft_p", "ttft_s", "tpot_p", "tpot_s", "prefill_replicas", "sweep_rates", "max_sequences", "memory_fraction", "prefill_alone", "plan",
+    "rank", "decoding",
 )  # fmt: skip
+# The scheduler's prefill mode: the engine's default, or either way set as a command line would set it.
+PREFILL_MODE_CHOICES = (("", "The engine's default"), ("true", "Prefills run alone (SGLang; vLLM V0 without chunked prefill)"),
+                        ("false", "Prefill chunks share steps with decodes (vLLM V1, TensorRT-LLM)"))  # fmt: skip
+SCHEDULER_FORM_FIELDS = ("max_sequences", "memory_fraction", "prefill_alone")
 # Serializer paths -> the form field that shows their errors (the longest matching prefix wins); a group's
 # own errors show at the top of its fieldset ("workload", "slos").
 SIMULATION_ERROR_FIELDS: dict[tuple[str, ...], str] = {
@@ -348,6 +353,7 @@ SIMULATION_ERROR_FIELDS: dict[tuple[str, ...], str] = {
         (("slo_percentiles", metric), f"{metric}_s"), (("slo_percentiles", metric, "p"), f"{metric}_p"),
     )},
     ("slo_percentiles",): "slos", ("disaggregated",): "prefill_replicas", ("sweep",): "sweep_rates", ("scheduler",): "max_sequences",
+    **{("scheduler", name): name for name in SCHEDULER_FORM_FIELDS},
     ("decoding",): "form",
     **{(name,): name for name in SIMULATION_CONFIG_FIELDS},
 }  # fmt: skip
@@ -363,7 +369,7 @@ def simulation_initial_values() -> dict[str, Any]:
         "cv": 2, "concurrency": 32, "think_time_s": "", "prompt_kind": "fixed", "prompt_tokens": 1000, "prompt_std_tokens": "",
         "output_kind": "fixed", "output_tokens": 200, "output_std_tokens": "", "seed": 0, "ttft_p": SIMULATION_DEFAULT_PERCENTILE,
         "ttft_s": 0.5, "tpot_p": SIMULATION_DEFAULT_PERCENTILE, "tpot_s": 0.05, "prefill_replicas": "", "sweep_rates": "",
-        "max_sequences": "", "plan": "", "rank": "", "decoding": "",
+        "max_sequences": "", "memory_fraction": "", "prefill_alone": "", "plan": "", "rank": "", "decoding": "",
     }  # fmt: skip
 
 
@@ -473,8 +479,9 @@ def simulation_payload(post) -> dict[str, Any]:
     rates = [part.strip() for part in post.get("sweep_rates", "").replace(";", ",").split(",") if part.strip()]
     if rates:
         payload["sweep"] = {"rates_per_s": rates}
-    if _given(post.get("max_sequences", "").strip()):
-        payload["scheduler"] = {"max_sequences": post.get("max_sequences").strip()}
+    scheduler = {name: post.get(name).strip() for name in SCHEDULER_FORM_FIELDS if _given(post.get(name, "").strip())}
+    if scheduler:
+        payload["scheduler"] = scheduler
     if post.get("decoding", "").strip():  # a plan row's decoding, as the plan took it (the serializer checks it)
         try:
             payload["decoding"] = json.loads(post.get("decoding"))

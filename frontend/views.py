@@ -495,6 +495,7 @@ def _simulation_form_context(values: dict[str, Any], errors: dict[str, list[str]
         "values": values, "errors": errors, "models": models, "chips": catalog.chip_list().order_by("vendor", "slug"),
         "offerings": catalog.offering_list().order_by("chip__slug", "slug"), "dtypes": DTYPES,
         "serving_engines": _engine_choices(), "arrival_choices": forms.ARRIVAL_CHOICES, "length_choices": forms.LENGTH_CHOICES,
+        "prefill_mode_choices": forms.PREFILL_MODE_CHOICES,
         "inline_max_requests": settings.SIMULATION_INLINE_MAX_REQUESTS, **extra,
     }  # fmt: skip
 

@@ -10,6 +10,11 @@ a closed loop of `concurrency` clients, or a burst (every request sent at once, 
 a closed loop as wide as the requests, or as `concurrency` when the benchmark capped it). Lengths are fixed
 when their std is 0, log-normal with the stated mean and std otherwise. A row the simulator cannot run, or
 whose inputs the source does not state, is listed with the reason and counted apart.
+
+The engine runs as the benchmark configured it: a row's `kv_dtype`, `max_sequences`, `token_budget`,
+`memory_fraction` and `prefill_alone` (read off its server command, or off its engine version's documented
+behaviour) are the simulation's, as a request giving them would set them (SchedulerOptions); left empty, the
+catalog engine's defaults apply.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from planner import catalog_specs
 from planner.engine_profiles import profiled
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
+from planner.engine.units import DTYPES
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
@@ -140,6 +146,26 @@ def _dtype(published: str) -> str:
     return WEIGHT_FORMATS[key]
 
 
+def row_scheduler(row: dict[str, str]) -> SchedulerOptions:
+    """The scheduler knobs the row's benchmark set; the engine's defaults where the row leaves a column empty."""
+    def integer(name: str) -> int | None:
+        value = _float(row.get(name, ""))
+        return int(value) if value is not None else None
+
+    alone = (row.get("prefill_alone") or "").strip().lower()
+    if alone not in ("", "true", "false"):
+        raise ValueError(f"prefill_alone {alone!r} is not true or false")
+    return SchedulerOptions(token_budget=integer("token_budget"), max_sequences=integer("max_sequences"),
+                            memory_fraction=_float(row.get("memory_fraction", "")), prefill_alone={"": None, "true": True, "false": False}[alone])  # fmt: skip
+
+
+def _kv_dtype(row: dict[str, str]) -> str | None:
+    published = (row.get("kv_dtype") or "").strip().lower()
+    if published and published not in DTYPES:
+        raise ValueError(f"kv_dtype {published!r} is not one of {', '.join(DTYPES)}")
+    return published or None
+
+
 def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip]) -> dict[str, Any]:
     model = models.get(row["model_hf_id"].strip())
     if model is None:
@@ -153,7 +179,7 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
     catalog_engine = catalog_specs.serving_engine_named(named) if named else None  # by slug, name or alias (trtllm)
     return {
         "model": model, "chip": chip, "chip_count": count, "tensor_parallel": int(_float(row["tensor_parallel"]) or count),
-        "weight_dtype": _dtype(row["weight_dtype"]), "kv_dtype": None, "decoding": {"method": "ar"},
+        "weight_dtype": _dtype(row["weight_dtype"]), "kv_dtype": _kv_dtype(row), "decoding": {"method": "ar"},
         "efficiency": None, "offering": None,
         # The row's engine wherever the catalog's runs on the chip, as a request naming it is served (its scheduler defaults;
         # its fitted profile on NVIDIA GPUs only).
@@ -185,7 +211,7 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
             workload, notes = row_workload(row)
             notes = data.pop("read_as") + notes + (_silicon_layout(row, data) if row.get("layout") else [])
             setup = simulation_setup(data=data, workload=workload)
-            result, _ = simulate_setup(setup, workload, slos=Slos(), options=SchedulerOptions())
+            result, _ = simulate_setup(setup, workload, slos=Slos(), options=row_scheduler(row))
         except (ValueError, SimulationRefused) as exc:
             unpredicted.append({"id": row["id"], "reason": str(exc), "source": row["source"]})
             continue

@@ -101,6 +101,17 @@ class SchedulerSerializer(StrictSerializer):
     max_sequences = serializers.IntegerField(min_value=1, max_value=100_000, required=False, help_text="max_num_seqs")
     kv_block_tokens = serializers.IntegerField(min_value=1, max_value=1024, default=16, help_text="block_size")
     prefix_caching = serializers.BooleanField(default=True, help_text="enable_prefix_caching")
+    memory_fraction = serializers.FloatField(
+        min_value=0.01, max_value=1.0, required=False,
+        help_text="The engine's memory knob under its own rule: vLLM's gpu_memory_utilization and SGLang's mem_fraction_static "
+                  "(of the chip's memory), TensorRT-LLM's free_gpu_memory_fraction (of what the weights leave); with no serving "
+                  "engine, of the chip's memory. Absent: the engine's default.",
+    )  # fmt: skip
+    prefill_alone = serializers.BooleanField(
+        required=False,
+        help_text="Whether a step that prefills runs without the decodes (SGLang's default; vLLM's V0 scheduler with chunked "
+                  "prefill off) or prefill chunks and decodes share steps (vLLM V1, TensorRT-LLM). Absent: the engine's default.",
+    )  # fmt: skip
 
 
 class DisaggregatedSerializer(StrictSerializer):

@@ -284,7 +284,8 @@ def _check_simulable(data: dict[str, Any]) -> None:
     setup = simulation_setup(data=data, workload=data["engine_workload"])
     options = scheduler_from(data.get("scheduler"))
     try:
-        step_cost_for(setup.model, setup.deployment, efficiency=setup.efficiency, calibration=setup.calibration, token_budget=options.token_budget,
+        step_cost_for(setup.model, options.applied(setup.deployment), efficiency=setup.efficiency, calibration=setup.calibration,
+                      token_budget=options.token_budget,
                       max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
                       workload=mean_lengths(data["engine_workload"]))  # fmt: skip
     except ValueError as exc:

@@ -281,6 +281,18 @@ def test_a_bad_swept_rate_is_named_under_the_sweep_field(catalog, ui_client):
     assert "rate 2:" in errors and "valid number" in errors and not SimulationRun.objects.exists()
 
 
+def test_the_engines_memory_fraction_and_prefill_mode_are_sent_and_a_bad_fraction_is_named_at_its_field(catalog, ui_client):
+    response = ui_client.post("/simulations/new/", {**FORM, "memory_fraction": "0.6", "prefill_alone": "true"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    run = SimulationRun.objects.get()
+    assert run.inputs["scheduler"]["memory_fraction"] == 0.6 and run.inputs["scheduler"]["prefill_alone"] is True
+    assert any("prefills run alone" in note for note in run.results["notes"])
+    html = ui_client.post("/simulations/new/", {**FORM, "memory_fraction": "1.5"}).content.decode()
+    assert 'name="memory_fraction" value="1.5"' in html and 'aria-describedby="err-memory_fraction"' in html
+    assert "less than or equal to 1.0" in html[html.index('id="err-memory_fraction"'):][:300] and SimulationRun.objects.count() == 1
+    assert '<option value="true">Prefills run alone' in ui_client.get("/simulations/new/").content.decode()
+
+
 def test_prefill_replicas_under_a_closed_loop_are_refused_at_that_field(catalog, ui_client):
     html = ui_client.post("/simulations/new/", {**FORM, "arrivals": "closed_loop", "concurrency": "8", "prefill_replicas": "1"}).content.decode()
     assert "closed loop" in html[html.index('id="err-prefill_replicas"'):][:400] and not SimulationRun.objects.exists()
@@ -351,7 +363,8 @@ def test_a_plan_sized_by_concurrency_leaves_the_rate_to_give_and_a_disaggregated
 
 def test_the_payload_has_the_shape_the_simulations_api_takes():
     values = {**FORM, "arrivals": "gamma", "cv": "3", "prompt_kind": "lognormal", "prompt_tokens": "800", "prompt_std_tokens": "400",
-              "prefill_replicas": "2", "sweep_rates": "1, 2;4", "max_sequences": "128", "kv_dtype": "fp8", "tpot_s": ""}  # fmt: skip
+              "prefill_replicas": "2", "sweep_rates": "1, 2;4", "max_sequences": "128", "memory_fraction": "0.85", "prefill_alone": "true",
+              "kv_dtype": "fp8", "tpot_s": ""}  # fmt: skip
     payload = forms.simulation_payload(post(**values))
     assert payload == {
         "model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "chip_count": "1", "weight_dtype": "bf16", "tensor_parallel": "1", "kv_dtype": "fp8",
@@ -359,7 +372,7 @@ def test_the_payload_has_the_shape_the_simulations_api_takes():
                      "prompt": {"kind": "lognormal", "mean_tokens": "800", "std_tokens": "400"},
                      "output": {"kind": "fixed", "tokens": "50"}, "requests": "200", "seed": "3"},
         "slo_percentiles": {"ttft": {"p": "95", "s": "0.5"}}, "disaggregated": {"prefill_replicas": "2"},
-        "sweep": {"rates_per_s": ["1", "2", "4"]}, "scheduler": {"max_sequences": "128"},
+        "sweep": {"rates_per_s": ["1", "2", "4"]}, "scheduler": {"max_sequences": "128", "memory_fraction": "0.85", "prefill_alone": "true"},
     }  # fmt: skip
     closed = forms.simulation_payload(post(**{**FORM, "arrivals": "closed_loop", "think_time_s": "0.5", "tensor_parallel": ""}))
     assert closed["workload"]["arrivals"] == {"kind": "closed_loop", "concurrency": "32", "think_time_s": "0.5"} and closed["tensor_parallel"] == "auto"
@@ -372,7 +385,8 @@ def test_the_payload_has_the_shape_the_simulations_api_takes():
         (("workload", "output", "std_tokens"), "output_std_tokens"), (("workload", "prompt", "min_tokens"), "prompt_tokens"),
         (("workload", "requests"), "requests"), (("workload", "shared_prefix_tokens"), "workload"), (("slo_percentiles", "tpot", "p"), "tpot_p"),
         (("slo_percentiles", "non_field_errors"), "slos"), (("sweep", "rates_per_s", 2), "sweep_rates"), (("disaggregated",), "prefill_replicas"),
-        (("scheduler", "max_sequences"), "max_sequences"), (("tensor_parallel",), "tensor_parallel"), (("decoding", "method"), "form"),
+        (("scheduler", "max_sequences"), "max_sequences"), (("scheduler", "memory_fraction"), "memory_fraction"),
+        (("scheduler", "prefill_alone"), "prefill_alone"), (("tensor_parallel",), "tensor_parallel"), (("decoding", "method"), "form"),
         (("pipeline_parallel",), "form"),
     ],
 )  # fmt: skip

@@ -12,7 +12,8 @@ from django.core.management import call_command
 
 from planner.simulation_accuracy import resolve_chip
 
-COLUMNS = ("id source source_detail engine engine_version model_hf_id chip chip_count tensor_parallel weight_dtype arrival rate_per_s "
+COLUMNS = ("id source source_detail engine engine_version model_hf_id chip chip_count tensor_parallel weight_dtype kv_dtype max_sequences "
+           "token_budget memory_fraction prefill_alone arrival rate_per_s "
            "concurrency requests prompt_tokens_mean prompt_tokens_std output_tokens_mean output_tokens_std length_note ttft_p50_ms "
            "ttft_p90_ms ttft_p99_ms ttft_mean_ms tpot_p50_ms tpot_p90_ms tpot_p99_ms tpot_mean_ms tpot_kind notes").split()
 
@@ -56,6 +57,28 @@ def test_every_row_is_simulated_or_listed_with_its_reason(catalog, tmp_path, cap
     assert report["summary"]["p50"]["count"] == 6 and report["summary"]["p99"]["count"] == 3
     call_command("simaccuracy", str(path))
     assert "3 of 6 rows simulated" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_a_rows_server_settings_are_the_simulations_and_a_bad_one_is_listed_with_its_reason(catalog, tmp_path, capsys):
+    loop = {**BASE, "chip": "H100 SXM", "arrival": "closed_loop", "concurrency": "32", "requests": "320", "prompt_tokens_mean": "3000",
+            "output_tokens_mean": "300"}  # fmt: skip
+    path = tmp_path / "p.csv"
+    _write(path, [
+        {**loop, "id": "defaults"},
+        {**loop, "id": "v0-no-chunked-prefill", "prefill_alone": "true", "token_budget": "32768", "max_sequences": "256"},
+        {**loop, "id": "fp8-kv", "kv_dtype": "fp8", "memory_fraction": "0.5"},
+        {**loop, "id": "bad-mode", "prefill_alone": "sometimes"},
+        {**loop, "id": "bad-kv", "kv_dtype": "fp7"},
+    ])  # fmt: skip
+    call_command("simaccuracy", str(path), "--json")
+    report = json.loads(capsys.readouterr().out)
+    ttft = {v["id"]: v["predicted_s"] for v in report["values"] if (v["metric"], v["percentile"]) == ("ttft", "p50")}
+    # prefills run before any decode keep the 32 clients in step: each round's prompts queue behind one another
+    assert ttft["v0-no-chunked-prefill"] > 3 * ttft["defaults"]
+    assert "fp8-kv" in ttft
+    reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert "prefill_alone 'sometimes'" in reasons["bad-mode"] and "kv_dtype 'fp7'" in reasons["bad-kv"]
 
 
 @pytest.mark.django_db

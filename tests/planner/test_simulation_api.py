@@ -297,3 +297,23 @@ def test_sglang_is_simulated_with_its_prefills_run_alone_and_the_result_says_so(
     assert any("prefills run alone" in note for note in sglang["notes"])
     assert not any("prefills run alone" in note for note in vllm["notes"])
     assert token_client.get("/api/v1/engines/sglang/").json()["prefill_runs_alone"] is True
+
+
+def test_the_engines_memory_knob_and_prefill_mode_can_be_set_as_the_benchmark_set_them(catalog, token_client):
+    default = token_client.post("/api/v1/simulations/", {**BODY, "serving_engine": "vLLM"}, format="json").json()["results"]
+    scheduler = {"memory_fraction": 0.5, "prefill_alone": True, "token_budget": 8192}
+    set_so = token_client.post("/api/v1/simulations/", {**BODY, "serving_engine": "vLLM", "scheduler": scheduler}, format="json")
+    assert set_so.status_code == 201, set_so.json()
+    results = set_so.json()["results"]
+    assert results["kv_blocks"] < default["kv_blocks"]  # gpu_memory_utilization 0.5 against vLLM's 0.9
+    assert any("prefills run alone" in note for note in results["notes"])
+    assert set_so.json()["inputs"]["scheduler"]["prefill_alone"] is True
+
+
+@pytest.mark.parametrize("scheduler, field", [({"memory_fraction": 0}, "memory_fraction"), ({"memory_fraction": 1.2}, "memory_fraction"),
+                                               ({"prefill_alone": "sometimes"}, "prefill_alone")])  # fmt: skip
+def test_a_bad_scheduler_knob_is_a_400_naming_it_and_stores_nothing(catalog, token_client, scheduler, field):
+    response = token_client.post("/api/v1/simulations/", {**BODY, "scheduler": scheduler}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["scheduler"]
+    assert not SimulationRun.objects.exists()

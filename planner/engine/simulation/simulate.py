@@ -12,9 +12,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..chips import policy_for
 from ..deployment import Deployment
 from ..efficiency import Calibration, Override
-from ..specs import ModelSpec, Workload
+from ..specs import ModelSpec, Scheduler, Workload
 from ..units import KV_BLOCK_TOKENS
 from .disaggregated import kv_transfer_for, simulate_disaggregated_with_cost
 from .results import SimulationResult, Slos, summarise
@@ -35,6 +36,28 @@ class SchedulerOptions:
     max_sequences: int | None = None  # max_num_seqs
     kv_block_tokens: int = KV_BLOCK_TOKENS  # block_size
     prefix_caching: bool = True  # enable_prefix_caching
+    # The engine's memory knob under its own rule (specs.Scheduler.kv_memory_fraction): vLLM's gpu_memory_utilization and
+    # SGLang's mem_fraction_static are of the chip's memory, TensorRT-LLM's free_gpu_memory_fraction of what the weights
+    # leave; with no serving engine, of the chip's memory. None: the engine's default.
+    memory_fraction: float | None = None
+    # Whether a step that prefills runs without the decodes (SGLang's default; vLLM's V0 scheduler with chunked prefill
+    # off) or prefill chunks and decodes share steps (vLLM V1, TensorRT-LLM). None: the engine's default.
+    prefill_alone: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
+            raise ValueError(f"memory_fraction must be in (0, 1], got {self.memory_fraction}")
+
+    def applied(self, deployment: Deployment) -> Deployment:
+        """`deployment` with these options' memory fraction and prefill mode in its chip's serving-engine scheduler
+        (the chip kind's memory default where no engine is named); unchanged where they keep the defaults."""
+        changes = {name: value for name, value in (("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone))
+                   if value is not None}  # fmt: skip
+        if not changes:
+            return deployment
+        chip = deployment.chip
+        scheduler = chip.scheduler or Scheduler(engine="", kv_memory_fraction=policy_for(chip).usable_memory_fraction)
+        return dataclasses.replace(deployment, chip=dataclasses.replace(chip, scheduler=dataclasses.replace(scheduler, **changes)))
 
 
 def simulate(
@@ -54,7 +77,7 @@ def simulate(
 
 def _step_cost(model: ModelSpec, deployment: Deployment, workload: SimulationWorkload, options: SchedulerOptions, efficiency,
                calibration) -> StepCost:  # fmt: skip
-    return step_cost_for(model, deployment, efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
+    return step_cost_for(model, options.applied(deployment), efficiency=efficiency, calibration=calibration, token_budget=options.token_budget,
                          max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
                          workload=mean_lengths(workload))  # fmt: skip
 
@@ -119,9 +142,9 @@ def _notes(cost: StepCost, workload: SimulationWorkload, prefix_caching: bool, r
     if replicas > 1:
         notes.append(f"{replicas} replicas behind a round-robin router, each with its own queue and KV cache")
     if cost.prefill_runs_alone:
-        notes.append("prefills run alone, as the serving engine schedules by default (SGLang without --enable-mixed-chunk): a step "
-                     "that prefills runs no decodes, and a request is admitted only when the free KV blocks, less a share of the running "
-                     "requests' answers still to come, hold all it has to prefill and its own answer")  # fmt: skip
+        notes.append("prefills run alone (SGLang's default, without --enable-mixed-chunk; vLLM's V0 scheduler with chunked prefill "
+                     "off): a step that prefills runs no decodes, and a request is admitted as SGLang admits one, only when the free KV "
+                     "blocks, less a share of the running requests' answers still to come, hold all it has to prefill and its own answer")  # fmt: skip
     if not cost.full_context:
         notes.append("attention with a window or a recurrent state: each decode step prices every sequence at the mean context, "
                      "and KV blocks are counted for the full context (an upper bound on KV use)")  # fmt: skip

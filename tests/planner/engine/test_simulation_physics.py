@@ -10,6 +10,7 @@ import pytest
 
 from planner.engine import Deployment, Workload, estimate
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos, simulate
+from planner.engine.specs import Scheduler
 
 from .factories import h100_sxm, llama_3_1_8b
 
@@ -109,6 +110,40 @@ def test_the_scheduler_options_mean_what_vllms_knobs_mean():
     capped = simulate(model, deployment, _chat(requests=500, arrivals=Arrivals.poisson(30.0)), options=SchedulerOptions(max_sequences=8))
     assert capped.series.running.max() <= 8
     assert capped.overloaded  # eight at a time cannot keep up with 30 requests/s
+
+
+def test_a_memory_fraction_sizes_the_kv_cache_under_the_engines_own_rule():
+    model, deployment = llama_3_1_8b(), Deployment(chip=h100_sxm())
+    light = _chat(requests=20, arrivals=Arrivals.poisson(1.0))
+    blocks = {f: simulate(model, deployment, light, options=SchedulerOptions(memory_fraction=f)).kv_blocks for f in (0.5, 0.9)}
+    # vLLM's gpu_memory_utilization (the rule with no engine named): a share of the chip's memory, here 0.4 x 80 GB of
+    # 16-token blocks of Llama-3.1-8B's bf16 KV (32 layers x 8 KV heads x 128 x 2 x 2 bytes = 128 KiB a token)
+    block_bytes = 16 * 32 * 8 * 128 * 2 * 2
+    assert blocks[0.9] - blocks[0.5] == pytest.approx(0.4 * deployment.chip.memory_capacity_bytes / block_bytes, rel=0.01)
+    # TensorRT-LLM's free_gpu_memory_fraction: a share of what the weights and activations leave
+    trtllm = Scheduler(engine="TensorRT-LLM", kv_memory_fraction=0.9, kv_memory_of_free=True)
+    on_free = Deployment(chip=dataclasses.replace(h100_sxm(), scheduler=trtllm))
+    free = {f: simulate(model, on_free, light, options=SchedulerOptions(memory_fraction=f)).kv_blocks for f in (0.45, 0.9)}
+    assert free[0.9] == pytest.approx(2 * free[0.45], abs=2)
+    with pytest.raises(ValueError, match="memory_fraction"):
+        SchedulerOptions(memory_fraction=1.5)
+
+
+def test_prefills_run_alone_keep_a_closed_loop_of_fixed_lengths_in_step():
+    # vLLM's V0 scheduler with chunked prefill off (and SGLang's) runs the waiting prefills before any decode: the clients
+    # of a benchmark that start together finish together and send their next prompts together, so each round's prompts
+    # queue behind one another and the median TTFT grows with the clients. Decodes first with chunked prefill (vLLM V1)
+    # lets the first round's stagger persist: each later prompt arrives alone and waits for about one prefill.
+    model, deployment = llama_3_1_8b(), Deployment(chip=h100_sxm())
+    loop = _chat(requests=320, arrivals=Arrivals.closed_loop(concurrency=32), prompt=Lengths.fixed(3000), output=Lengths.fixed(300))
+    alone = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=True, token_budget=32768))
+    mixed = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=False, token_budget=2048))
+    one_prefill = simulate(model, deployment, _chat(requests=5, arrivals=Arrivals.poisson(0.01), prompt=Lengths.fixed(3000),
+                                                    output=Lengths.fixed(300))).ttft.p50  # fmt: skip
+    assert alone.ttft.p50 > 8 * one_prefill
+    assert mixed.ttft.p50 < 3 * one_prefill
+    assert any("prefills run alone" in note for note in alone.notes)
+    assert not any("prefills run alone" in note for note in mixed.notes)
 
 
 def test_a_windowed_model_runs_at_the_mean_context_and_the_result_says_so():
