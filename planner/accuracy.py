@@ -261,6 +261,19 @@ class _Silicon:
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
         self.decode_workers = published_decode_workers(self.measured)
+        # An engine whose scheduler runs its prefills alone (SGLang) keeps a colocated closed loop's clients in step: a
+        # step that prefills pauses every decode, so a round's clients finish together and send their next prompts
+        # together, every round a wave (the serving simulator shows it: docs/simulation.md). Such a row's in-step share
+        # is 1, at the spec defaults as under a fitted profile; the engine's fitted share speaks for its disaggregated
+        # rows, whose decodes never wait for a prefill (planner/engine/fit.py).
+        self.alone_engines = {engine for engine, scheduler in self.schedulers.items() if scheduler.prefill_runs_alone}
+
+    def in_step_share(self, row, engine: str, profile) -> float | None:
+        """The row's in-step share: 1 where its engine keeps a colocated loop in step, else its profile's (None: the
+        workload's default, 1 / rounds)."""
+        if engine in self.alone_engines and row.agg is not None:
+            return 1.0
+        return profile.in_step_share if profile else None
 
     def spec_key(self, row) -> tuple[str, str, str] | None:
         """The row's (model, chip, engine) key into self.specs, the specs built on first use; None when the catalog does not
@@ -322,9 +335,11 @@ class _Silicon:
             kwargs = {"calibration": self.calibration, "efficiency": profile.factors() if profile else None,
                       "decode_workers": decode_workers}
             try:
-                estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=profile.in_step_share if profile else None)
-                if shares:
-                    staggered, in_step = (silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=s)["ttft_s"] for s in (0.0, 1.0))
+                share = self.in_step_share(row, engine, profile)
+                estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=share)
+                if shares:  # the TTFT at shares 0 and 1, which the fit mixes; a loop its engine keeps in step has only the second
+                    low = 1.0 if engine in self.alone_engines and row.agg is not None else 0.0
+                    staggered, in_step = (silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=s)["ttft_s"] for s in (low, 1.0))
             except ValueError as exc:
                 for metric in SILICON_METRICS:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": str(exc)})

@@ -10,8 +10,12 @@ Six physically meaningful parameters per serving engine and one shared by all of
 - expert_efficiency: the share of the dense GEMMs' compute efficiency its routed-expert GEMMs reach
   (grouped GEMMs over many experts, their token dispatch and imbalance), which tells in prefill;
 - in_step_share: the share of a closed loop's requests that arrive in one wave with all the
-  others (a benchmark's first round; its scheduler can keep waves together) rather than
-  staggered (serving.py);
+  others (a benchmark's first round) rather than staggered (serving.py). It acts only where the
+  clients can drift apart: an engine that runs its prefills alone (SGLang: the catalog's
+  prefill_runs_alone) keeps a colocated loop in step, every round a wave, so those values come with
+  `staggered` equal to `in_step` (planner/accuracy.py) and the share speaks for the rest (its
+  disaggregated deployments, whose decodes never wait for a prefill, and every engine that lets
+  prefill chunks share steps with the decodes);
 - request_overhead_per_expert_layer_s, shared: what a request's time before its first token adds per
   routed expert per MoE layer of its model. One value for every engine, fitted jointly with each
   engine's own six parameters: the engines run the same kind of grouped MoE kernels, and each engine's

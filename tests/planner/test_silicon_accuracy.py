@@ -153,12 +153,14 @@ def test_the_whole_silicon_dev_file_is_predicted_and_the_published_figures_hold(
     cv = {group: stats["by_metric"] for group, stats in report["cv"].items()}
     for group in ("engine", "chip", "model family"):
         assert cv[group]["tpot_s"]["mdape"] <= 22.5, group
-    assert cv["engine"]["ttft_s"]["mdape"] <= 58.0
-    assert cv["chip"]["ttft_s"]["mdape"] <= 45.0
-    assert cv["model family"]["ttft_s"]["mdape"] <= 51.0
+    # An engine that runs its prefills alone (SGLang) keeps its clients in step, every round a wave: its in-step share
+    # is 1, not fitted, and a held-out engine takes the share the other engines that mix prefills with decodes show.
+    assert cv["engine"]["ttft_s"]["mdape"] <= 48.0
+    assert cv["chip"]["ttft_s"]["mdape"] <= 43.0
+    assert cv["model family"]["ttft_s"]["mdape"] <= 48.0
     fitted, defaults = report["summary"]["by_metric"], report["spec_defaults"]["by_metric"]
     assert fitted["tpot_s"]["mdape"] <= 20.0 and fitted["ttft_s"]["mdape"] <= 40.0
-    assert defaults["tpot_s"]["mdape"] <= 31.0 and defaults["ttft_s"]["mdape"] <= 79.0
+    assert defaults["tpot_s"]["mdape"] <= 31.0 and defaults["ttft_s"]["mdape"] <= 72.0
     # 134 configurations are published more than once with different TTFT or TPOT: the floor on them (docs/accuracy.md).
     floor = report["replicates"]
     assert floor["groups"] == 134 and floor["tpot_s"]["count"] == floor["ttft_s"]["count"] == 293
@@ -391,3 +393,32 @@ def test_a_held_out_group_gives_nothing_to_the_decode_worker_counts_its_fold_rea
     held_out = silicon_estimates(row, model, chip, decode_workers=without_trtllm)
     assert held_out["tpot_s"].batch == 10
     assert all(any("every engine's rows that publish theirs" in w for w in e.warnings) for e in held_out.values())
+
+
+@pytest.mark.django_db
+def test_an_engine_that_runs_its_prefills_alone_keeps_a_colocated_loop_in_step_and_the_share_speaks_for_the_rest(catalog):
+    """SGLang runs a prefill step with no decode beside it, so a colocated loop's clients finish together and send
+    their next prompts together: every round a wave (share 1), at the spec defaults as under a profile. Its
+    disaggregated decodes never wait for a prefill, and TensorRT-LLM mixes prefill chunks into decode steps: the
+    profile's share speaks for them."""
+    from hwcatalog.models import Chip, ModelArch
+    from planner.accuracy import _by_name, _Silicon
+    from planner.engine.fit import load_profiles
+    from planner.engine_profiles import ENGINE_PROFILES
+
+    silicon = _Silicon(DEV, _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases"), _by_name(Chip.objects.all(), "aliases"), {})
+    assert "SGLang" in silicon.alone_engines and not {"TensorRT-LLM", "vLLM"} & silicon.alone_engines
+    ids = {"dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81": (True, "SGLang"), "dsr1_gb200_sglang_fp4_disagg_1024x1024_c2048_cfg483": (False, "SGLang"),
+           "dsr1_b200_trtllm_fp4_agg_1024x1024_c32_cfg91": (False, "TensorRT-LLM")}  # fmt: skip
+    rows, _ = silicon.predict(only=set(ids), shares=True)
+    ttft = {r["id"]: r["_parts"] for r in rows if r["metric"] == "ttft_s"}
+    assert set(ttft) == set(ids)
+    for row_id, (in_step, _engine) in ids.items():
+        parts = ttft[row_id]
+        assert (parts["staggered"] == parts["in_step"]) is in_step, row_id
+        assert in_step or parts["staggered"] < parts["in_step"]
+    profiles, _ = load_profiles(ENGINE_PROFILES)
+    by_id = {r.id: r for r in silicon.measured if r.id in ids}
+    for row_id, (in_step, engine) in ids.items():
+        assert silicon.in_step_share(by_id[row_id], engine, profiles[engine]) == (1.0 if in_step else profiles[engine].in_step_share)
+    assert silicon.in_step_share(by_id["dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81"], "SGLang", None) == 1.0

@@ -74,6 +74,20 @@ def test_every_engine_holds_the_shared_term_the_pooled_fit_finds():
     assert profiles["SGLang"].request_overhead_s == pytest.approx(0.05, abs=3e-3)
 
 
+def test_values_a_scheduler_keeps_in_step_leave_the_share_to_the_others():
+    # An engine that runs its prefills alone keeps a colocated loop in step: those TTFTs are waves whatever the share
+    # (staggered = in_step); its disaggregated ones drift apart by the share, here 0.3.
+    p = _parts(n=80)
+    in_step_loop = np.arange(80) < 40
+    p = Parts(**{**p.__dict__, "staggered": np.where(in_step_loop, p.in_step, p.staggered)})
+    measured = surrogate(np.array([0.5, 0.6, 0.5e-3, 0.05, 0.7, 0.3, 8e-6]), p)
+    fitted = fit_profile(Parts(**{**p.__dict__, "measured": measured}))
+    assert fitted.in_step_share == pytest.approx(0.3, rel=0.05)
+    assert fitted.request_overhead_s == pytest.approx(0.05, rel=0.05)
+    waves = measured[in_step_loop & (p.metric == "ttft_s")]
+    assert waves == pytest.approx(surrogate(np.array([0.5, 0.6, 0.5e-3, 0.05, 0.7, 1.0, 8e-6]), p)[in_step_loop & (p.metric == "ttft_s")])
+
+
 def test_an_engine_with_too_few_values_falls_back_to_the_pooled_profile():
     p = _parts()
     engines = np.array(["vLLM"] * 50 + ["SGLang"] * 10)
