@@ -404,12 +404,14 @@ def _prefill_replicas(plan_inputs: Mapping[str, Any], row: Mapping[str, Any]) ->
 
 def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str, Any], *, plan_id: Any, rank: int,
                                  decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """The form prefilled with a plan's ranked row (its configuration, its batch as max_num_seqs, as a plan's
-    simulation stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
+    """The form prefilled with a plan's ranked row (its configuration, its batch as max_num_seqs, and the scheduler
+    knobs of the plan's simulation stage, as the stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
     rate (a plan sized by concurrency has none: the rate is left for the person to give) and its latency targets
     as p95 SLOs (or the plan's own percentile SLOs)."""
     workload = plan_inputs.get("workload") or {}
     percentiles = plan_inputs.get("slo_percentiles") or {}
+    scheduler = (plan_inputs.get("simulation") or {}).get("scheduler") or {}  # the stage's knobs, as it ran the row
+    alone = scheduler.get("prefill_alone")
     values = simulation_initial_values()
     values.update(
         model=row.get("model_slug") or plan_inputs.get("model", ""), chip=row.get("chip_slug", ""), chip_count=row.get("chip_count", 1),
@@ -417,7 +419,8 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
         serving_engine=row.get("serving_engine") or "", offering=row.get("offering") or "",
         rate_per_s=workload.get("request_rate_per_s") or "", concurrency=workload.get("concurrency") or values["concurrency"],
         prompt_tokens=workload.get("prompt_tokens", values["prompt_tokens"]), output_tokens=workload.get("output_tokens", values["output_tokens"]),
-        max_sequences=row.get("batch") or "", prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
+        max_sequences=scheduler.get("max_sequences") or row.get("batch") or "", memory_fraction=scheduler.get("memory_fraction", ""),
+        prefill_alone="" if alone is None else str(bool(alone)).lower(), prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
         decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
     )  # fmt: skip
     for metric in ("ttft", "tpot"):

@@ -540,7 +540,7 @@ def simulation_new(request: HttpRequest) -> HttpResponse:
     try:
         run = simulation_services.simulation_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
     except simulation_services.SimulationRefused as exc:  # a chip kind or a request the simulator cannot run: nothing stored
-        errors = {forms.simulation_field_for((exc.field,)): [str(exc)]}
+        errors = {forms.simulation_field_for(tuple(exc.field.split("."))): [str(exc)]}
         return render(request, "frontend/simulation_form.html", _simulation_form_context(values, errors))
     return redirect("frontend:simulation-detail", run_id=run.id)
 

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from inputs.parsers import LimitedJSONParser
 from planner import simulation_services
+from planner.simulation_inputs import nested_error
 from planner.models import SimulationRun
 from planner.simulation_serializers import SimulationInputSerializer
 
@@ -77,8 +78,8 @@ class SimulationListCreateApi(ListAPIView):
         serializer.is_valid(raise_exception=True)
         try:
             run = simulation_services.simulation_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
-        except simulation_services.SimulationRefused as exc:
-            return Response({exc.field: [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        except simulation_services.SimulationRefused as exc:  # a dotted field ("scheduler.memory_fraction") nests as the serializer's errors do
+            return Response(nested_error(exc.field, str(exc)), status=status.HTTP_400_BAD_REQUEST)
         if run.pending:
             queued = SimulationSummarySerializer(run, context={"request": request}).data
             return Response(queued, status=status.HTTP_202_ACCEPTED, headers={"Location": queued["url"]})

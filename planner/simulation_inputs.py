@@ -104,7 +104,7 @@ class SchedulerSerializer(StrictSerializer):
     memory_fraction = serializers.FloatField(
         min_value=0.01, max_value=1.0, required=False,
         help_text="The engine's memory knob under its own rule: vLLM's gpu_memory_utilization and SGLang's mem_fraction_static "
-                  "(of the chip's memory), TensorRT-LLM's free_gpu_memory_fraction (of what the weights leave); with no serving "
+                  "(of the chip's memory), TensorRT-LLM's free_gpu_memory_fraction (of what the weights and activations leave); with no serving "
                   "engine, of the chip's memory. Absent: the engine's default.",
     )  # fmt: skip
     prefill_alone = serializers.BooleanField(

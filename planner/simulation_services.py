@@ -40,6 +40,7 @@ from planner.engine.estimate import evaluate_deployment
 from planner.engine.parallel import tensor_parallel_options
 from planner.engine.simulation import (
     SchedulerOptions,
+    check_fits,
     SimulationResult,
     SimulationWorkload,
     Slos,
@@ -68,7 +69,7 @@ STAGE_BASIS = ("simulated $/1M output tokens = the configuration's $/hour over t
 
 class SimulationRefused(ValueError):
     """The configuration cannot be simulated (a chip kind that pads prompts, a request larger than the KV cache...):
-    a 400 on `field`."""
+    a 400 on `field` (dotted where it nests: "scheduler.memory_fraction")."""
 
     def __init__(self, message: str, *, field: str = "chip") -> None:
         super().__init__(message)
@@ -146,8 +147,19 @@ def simulate_setup(setup: Setup, workload: SimulationWorkload, *, slos: Slos, op
             result = simulate(setup.model, setup.deployment, workload, slos=slos, options=options, efficiency=setup.efficiency,
                               calibration=setup.calibration)  # fmt: skip
     except ValueError as exc:  # the engine's refusals: a chip kind it does not model, a request larger than the KV cache
-        raise SimulationRefused(str(exc), field="workload" if "KV blocks" in str(exc) else "chip") from None
+        raise _refused(exc, options) from None
     return result, time.perf_counter() - started
+
+
+def _refused(exc: ValueError, options: SchedulerOptions) -> SimulationRefused:
+    """The engine's refusal as a 400 on the field at fault: a request larger than the KV cache is the workload's, or
+    the scheduler's where a memory fraction set the cache; anything else is the configuration's (its chip)."""
+    message = str(exc)
+    if "KV blocks" not in message:
+        return SimulationRefused(message, field="chip")
+    if options.memory_fraction is not None:
+        return SimulationRefused(f"{message} at memory_fraction {options.memory_fraction:g}", field="scheduler.memory_fraction")
+    return SimulationRefused(message, field="workload")
 
 
 def percentile_checks(result: SimulationResult, slo_percentiles: dict[str, Any] | None) -> tuple[dict[str, Any], bool, list[str]]:
@@ -283,13 +295,14 @@ def _check_simulable(data: dict[str, Any]) -> None:
     building the step cost (~10 ms) says them."""
     setup = simulation_setup(data=data, workload=data["engine_workload"])
     options = scheduler_from(data.get("scheduler"))
+    workload = data["engine_workload"]
     try:
-        step_cost_for(setup.model, options.applied(setup.deployment), efficiency=setup.efficiency, calibration=setup.calibration,
-                      token_budget=options.token_budget,
-                      max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
-                      workload=mean_lengths(data["engine_workload"]))  # fmt: skip
+        cost = step_cost_for(setup.model, options.applied(setup.deployment), efficiency=setup.efficiency, calibration=setup.calibration,
+                             token_budget=options.token_budget, max_sequences=options.max_sequences, kv_block_tokens=options.kv_block_tokens,
+                             workload=mean_lengths(workload))  # fmt: skip
+        check_fits(cost, workload.sample(), prefix_caching=options.prefix_caching)  # a request the KV cache cannot hold
     except ValueError as exc:
-        raise SimulationRefused(str(exc)) from None
+        raise _refused(exc, options) from None
 
 
 def _small(requests: int, tokens: int) -> bool:

@@ -359,6 +359,10 @@ def test_a_plan_sized_by_concurrency_leaves_the_rate_to_give_and_a_disaggregated
     assert values["rate_per_s"] == "" and values["concurrency"] == 64 and values["arrivals"] == "poisson"
     assert values["prefill_replicas"] == 2 and values["ttft_p"] == 99.0 and values["ttft_s"] == 1.0 and values["tpot_s"] == ""
     assert values["kv_dtype"] == "" and values["serving_engine"] == "" and values["rank"] == 3
+    assert values["memory_fraction"] == "" and values["prefill_alone"] == "" and values["max_sequences"] == 64
+    staged = {**inputs, "simulation": {"scheduler": {"memory_fraction": 0.85, "prefill_alone": False, "max_sequences": 32}}}
+    values = forms.simulation_values_from_plan(staged, row, plan_id="p", rank=3)
+    assert values["memory_fraction"] == 0.85 and values["prefill_alone"] == "false" and values["max_sequences"] == 32
 
 
 def test_the_payload_has_the_shape_the_simulations_api_takes():

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from planner.simulation_accuracy import resolve_chip
+from planner.engine.simulation import SchedulerOptions
+from planner.simulation_accuracy import resolve_chip, row_scheduler
 
 COLUMNS = ("id source source_detail engine engine_version model_hf_id chip chip_count tensor_parallel weight_dtype kv_dtype max_sequences "
            "token_budget memory_fraction prefill_alone arrival rate_per_s "
@@ -59,6 +60,15 @@ def test_every_row_is_simulated_or_listed_with_its_reason(catalog, tmp_path, cap
     assert "3 of 6 rows simulated" in capsys.readouterr().out
 
 
+def test_a_rows_server_columns_are_its_scheduler_knobs_and_empty_ones_the_engines_defaults():
+    row = {"max_sequences": "256", "token_budget": "32768", "memory_fraction": "0.8", "prefill_alone": "true"}
+    assert row_scheduler(row) == SchedulerOptions(max_sequences=256, token_budget=32768, memory_fraction=0.8, prefill_alone=True)
+    assert row_scheduler({**row, "prefill_alone": "FALSE"}).prefill_alone is False
+    assert row_scheduler({}) == SchedulerOptions()
+    with pytest.raises(ValueError, match="prefill_alone 'maybe'"):
+        row_scheduler({"prefill_alone": "maybe"})
+
+
 @pytest.mark.django_db
 def test_a_rows_server_settings_are_the_simulations_and_a_bad_one_is_listed_with_its_reason(catalog, tmp_path, capsys):
     loop = {**BASE, "chip": "H100 SXM", "arrival": "closed_loop", "concurrency": "32", "requests": "320", "prompt_tokens_mean": "3000",
@@ -66,7 +76,8 @@ def test_a_rows_server_settings_are_the_simulations_and_a_bad_one_is_listed_with
     path = tmp_path / "p.csv"
     _write(path, [
         {**loop, "id": "defaults"},
-        {**loop, "id": "v0-no-chunked-prefill", "prefill_alone": "true", "token_budget": "32768", "max_sequences": "256"},
+        {**loop, "id": "v0-no-chunked-prefill", "prefill_alone": "true", "token_budget": "8192"},
+        {**loop, "id": "v1-chunked-prefill", "prefill_alone": "false", "token_budget": "8192"},
         {**loop, "id": "fp8-kv", "kv_dtype": "fp8", "memory_fraction": "0.5"},
         {**loop, "id": "bad-mode", "prefill_alone": "sometimes"},
         {**loop, "id": "bad-kv", "kv_dtype": "fp7"},
@@ -75,7 +86,7 @@ def test_a_rows_server_settings_are_the_simulations_and_a_bad_one_is_listed_with
     report = json.loads(capsys.readouterr().out)
     ttft = {v["id"]: v["predicted_s"] for v in report["values"] if (v["metric"], v["percentile"]) == ("ttft", "p50")}
     # prefills run before any decode keep the 32 clients in step: each round's prompts queue behind one another
-    assert ttft["v0-no-chunked-prefill"] > 3 * ttft["defaults"]
+    assert ttft["v0-no-chunked-prefill"] > 3 * ttft["v1-chunked-prefill"]
     assert "fp8-kv" in ttft
     reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
     assert "prefill_alone 'sometimes'" in reasons["bad-mode"] and "kv_dtype 'fp7'" in reasons["bad-kv"]

@@ -317,3 +317,15 @@ def test_a_bad_scheduler_knob_is_a_400_naming_it_and_stores_nothing(catalog, tok
     assert response.status_code == 400
     assert field in response.json()["scheduler"]
     assert not SimulationRun.objects.exists()
+
+
+def test_a_memory_fraction_too_small_for_a_request_is_a_400_naming_it_inline_or_queued(catalog, token_client, settings):
+    body = {**BODY, "serving_engine": "vLLM", "scheduler": {"memory_fraction": 0.2}}  # 16 GB of an 80 GB H100: the weights alone
+    response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 400
+    message = response.json()["scheduler"]["memory_fraction"][0]
+    assert "KV blocks" in message and "memory_fraction 0.2" in message
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 10  # a run a worker would take is refused before it is queued
+    queued = token_client.post("/api/v1/simulations/", body, format="json")
+    assert queued.status_code == 400 and "memory_fraction" in queued.json()["scheduler"]
+    assert not SimulationRun.objects.exists()

@@ -55,6 +55,24 @@ def test_a_plan_with_percentile_slos_re_ranks_its_top_candidates_by_simulated_co
     assert rows[0]["analytical_rank"] == str(plan["results"]["ranked"][0]["analytical_rank"])
 
 
+def test_the_stages_scheduler_knobs_reach_every_candidate(catalog, token_client):
+    key = ("chip_slug", "chip_count", "tensor_parallel", "weight_dtype", "decoding")
+
+    def stage(scheduler=None) -> dict:
+        simulation = {**SLO_PLAN["simulation"], **({"scheduler": scheduler} if scheduler else {})}
+        response = token_client.post("/api/v1/plans/", {**SLO_PLAN, "simulation": simulation}, format="json")
+        assert response.status_code == 201, response.json()
+        return {tuple(r[k] for k in key): r["simulation"] for r in _stage_rows(response.json())}
+
+    def alone(sim: dict) -> bool:
+        return any("prefills run alone" in note for note in sim["notes"])
+
+    default, apart, together = stage(), stage({"prefill_alone": False, "memory_fraction": 0.6}), stage({"prefill_alone": True})
+    assert apart and together and set(apart) <= set(default)
+    assert not any(alone(sim) for sim in apart.values()) and all(alone(sim) for sim in together.values())
+    assert all(sim["kv_blocks"] < default[candidate]["kv_blocks"] for candidate, sim in apart.items())  # 0.6 against the engine's default
+
+
 def test_the_plan_load_defaults_to_its_workload_when_no_simulation_is_given(catalog, token_client, django_capture_on_commit_callbacks):
     body = {k: v for k, v in SLO_PLAN.items() if k != "simulation"}
     with django_capture_on_commit_callbacks(execute=False):  # 20 x 2,000 requests: one task per candidate, not sent here

@@ -97,20 +97,9 @@ def run_schedule(
     seed: a speculative cost's draws of the tokens each round emits."""
     bt = cost.kv_block_tokens
     n = len(requests)
-    prompt = requests.prompt_tokens.tolist()
-    output = requests.output_tokens.tolist()
-    # Only whole blocks are cached (vLLM hashes full blocks); at least one prompt token is always computed.
-    raw_prefix = requests.prefix_tokens.tolist() if prefix_caching else [0] * n
-    cached = [min(p, max(prompt[i] - 1, 0)) // bt * bt for i, p in enumerate(raw_prefix)]
-    # KV that arrives with a request (disaggregated.py) is its own: its blocks are taken at admission
-    # and freed with it, and a preemption loses it (the request then recomputes its whole context).
-    arrived = [0] * n if requests.kv_transferred_tokens is None else requests.kv_transferred_tokens.tolist()
-    cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
-    # A cache that grows with the context (0 where every layer is windowed or recurrent: StepCost.grows, the
-    # sequence's whole cache then its fixed blocks).
-    g = 1 if cost.grows else 0
-    prefix_blocks = g * max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
+    prompt, output, cached, arrived, g, prefix_blocks, slack, fixed = _blocks_of(cost, requests, prefix_caching)
     free = cost.kv_blocks - prefix_blocks
+    _check_fits(prompt, output, cached, bt, free, slack, fixed, g)
     # Multi-token decoding (multi_token.py): each decode step puts q tokens per sequence through the
     # model. A request's forwards are planned when it starts decoding; its whole context (and the
     # positions a step writes ahead) is reserved at admission, as TensorRT-LLM's GUARANTEED_NO_EVICT
@@ -119,15 +108,10 @@ def run_schedule(
     multi = cost.multi_token
     reserve = multi is not None
     q = cost.tokens_per_decode
-    slack = multi.slack_tokens if reserve else 0
     tau = multi.context_per_forward if reserve else 1.0
     plan = multi.planner(sum(output), np.random.default_rng(seed)).plan if reserve else None
     first_at_prefill = multi is None or multi.first_token_at_prefill
     release_at: dict[int, list[int]] = {}  # block diffusion: the step whose end releases a request's first block
-    # Blocks a running sequence holds beside those its context grows (a recurrent state, its windows at its whole
-    # length: StepCost.fixed_blocks), taken at admission.
-    fixed = [cost.fixed_blocks(p + o + slack) for p, o in zip(prompt, output)] if cost.state_blocks else [0] * n
-    _check_fits(prompt, output, cached, bt, free, slack, fixed, g)
     cap = cost.token_budget // q if cost.max_sequences is None else min(cost.max_sequences, cost.token_budget // q)
     attention = cost.attention
     exact = cost.full_context
@@ -418,6 +402,39 @@ def _closed_arrivals(order: list[int], times: list[float], n: int) -> np.ndarray
     out = np.full(n, np.nan)
     out[np.asarray(order, dtype=np.int64)] = times
     return out
+
+
+def _blocks_of(cost: StepCost, requests: Requests, prefix_caching: bool) -> tuple:
+    """Per request, what the KV blocks are reckoned from: prompt and output tokens, the prefix tokens cached, the KV
+    tokens that arrive with it, whether the cache grows (1) or not (0), the shared prefix's pinned blocks, the
+    positions a multi-token step writes ahead, and the blocks held beside the growing ones."""
+    bt = cost.kv_block_tokens
+    n = len(requests)
+    prompt = requests.prompt_tokens.tolist()
+    output = requests.output_tokens.tolist()
+    # Only whole blocks are cached (vLLM hashes full blocks); at least one prompt token is always computed.
+    raw_prefix = requests.prefix_tokens.tolist() if prefix_caching else [0] * n
+    cached = [min(p, max(prompt[i] - 1, 0)) // bt * bt for i, p in enumerate(raw_prefix)]
+    # KV that arrives with a request (disaggregated.py) is its own: its blocks are taken at admission
+    # and freed with it, and a preemption loses it (the request then recomputes its whole context).
+    arrived = [0] * n if requests.kv_transferred_tokens is None else requests.kv_transferred_tokens.tolist()
+    cached = [0 if arrived[i] else c for i, c in enumerate(cached)]
+    # A cache that grows with the context (0 where every layer is windowed or recurrent: StepCost.grows, the
+    # sequence's whole cache then its fixed blocks).
+    g = 1 if cost.grows else 0
+    prefix_blocks = g * max(cached) // bt if n else 0  # the shared prompt's blocks, pinned once
+    slack = cost.multi_token.slack_tokens if cost.multi_token is not None else 0
+    # Blocks a running sequence holds beside those its context grows (a recurrent state, its windows at its whole
+    # length: StepCost.fixed_blocks), taken at admission.
+    fixed = [cost.fixed_blocks(p + o + slack) for p, o in zip(prompt, output)] if cost.state_blocks else [0] * n
+    return prompt, output, cached, arrived, g, prefix_blocks, slack, fixed
+
+
+def check_fits(cost: StepCost, requests: Requests, *, prefix_caching: bool = True) -> None:
+    """run_schedule's first check alone, before anything is simulated: a ValueError naming the first request whose
+    whole context the KV cache cannot hold."""
+    prompt, output, cached, _arrived, g, prefix_blocks, slack, fixed = _blocks_of(cost, requests, prefix_caching)
+    _check_fits(prompt, output, cached, cost.kv_block_tokens, cost.kv_blocks - prefix_blocks, slack, fixed, g)
 
 
 def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int, free: int, slack: int, fixed: list[int], grows: int) -> None:

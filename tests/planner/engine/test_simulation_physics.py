@@ -136,8 +136,8 @@ def test_prefills_run_alone_keep_a_closed_loop_of_fixed_lengths_in_step():
     # lets the first round's stagger persist: each later prompt arrives alone and waits for about one prefill.
     model, deployment = llama_3_1_8b(), Deployment(chip=h100_sxm())
     loop = _chat(requests=320, arrivals=Arrivals.closed_loop(concurrency=32), prompt=Lengths.fixed(3000), output=Lengths.fixed(300))
-    alone = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=True, token_budget=32768))
-    mixed = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=False, token_budget=2048))
+    alone = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=True, token_budget=8192))
+    mixed = simulate(model, deployment, loop, options=SchedulerOptions(prefill_alone=False, token_budget=8192))
     one_prefill = simulate(model, deployment, _chat(requests=5, arrivals=Arrivals.poisson(0.01), prompt=Lengths.fixed(3000),
                                                     output=Lengths.fixed(300))).ttft.p50  # fmt: skip
     assert alone.ttft.p50 > 8 * one_prefill
