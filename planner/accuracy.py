@@ -251,6 +251,10 @@ def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
             "coverage_cv_by_chip_kind": {"architecture": {kind: coverage(r for r in checked if r["chip_kind"] == kind) for kind in kinds}}}  # fmt: skip
 
 
+IN_STEP_WARNING = ("closed loop read in step (in-step share 1, not the profile's): {engine} runs its prefills alone, so a colocated "
+                   "round's clients finish and send together")  # fmt: skip
+
+
 class _Silicon:
     """The silicon rows resolved against the catalog once, predicted under any serving-engine profiles."""
 
@@ -261,17 +265,25 @@ class _Silicon:
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
         self.decode_workers = published_decode_workers(self.measured)
-        # An engine whose scheduler runs its prefills alone (SGLang) keeps a colocated closed loop's clients in step: a
-        # step that prefills pauses every decode, so a round's clients finish together and send their next prompts
-        # together, every round a wave (the serving simulator shows it: docs/simulation.md). Such a row's in-step share
-        # is 1, at the spec defaults as under a fitted profile; the engine's fitted share speaks for its disaggregated
-        # rows, whose decodes never wait for a prefill (planner/engine/fit.py).
+        # An engine whose scheduler runs its prefills alone (SGLang; the catalog's prefill_runs_alone) is read as keeping
+        # a colocated closed loop in step, every round a wave: a step that prefills pauses every decode, so with the
+        # fixed lengths the layout's README states a round's clients finish together and send together (the serving
+        # simulator keeps such a loop in step under prefill-first scheduling at any budget; under mixed scheduling only
+        # while a round's prompts fit one step; with lengths that vary, under neither). It is an empirical reading keyed
+        # by the catalog: SGLang's colocated TTFTs sit at the wave, TensorRT-LLM's and vLLM's well below it
+        # (docs/accuracy.md, "TTFT under a closed loop"). Such a row's in-step share is 1, at the spec defaults as
+        # under a fitted profile; the engine's fitted share speaks for its disaggregated rows, whose decodes never
+        # wait for a prefill (planner/engine/fit.py).
         self.alone_engines = {engine for engine, scheduler in self.schedulers.items() if scheduler.prefill_runs_alone}
+
+    def keeps_in_step(self, row, engine: str) -> bool:
+        """Whether the row's loop is read in step: a colocated row of an engine that runs its prefills alone."""
+        return engine in self.alone_engines and row.agg is not None
 
     def in_step_share(self, row, engine: str, profile) -> float | None:
         """The row's in-step share: 1 where its engine keeps a colocated loop in step, else its profile's (None: the
         workload's default, 1 / rounds)."""
-        if engine in self.alone_engines and row.agg is not None:
+        if self.keeps_in_step(row, engine):
             return 1.0
         return profile.in_step_share if profile else None
 
@@ -338,7 +350,7 @@ class _Silicon:
                 share = self.in_step_share(row, engine, profile)
                 estimates = silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=share)
                 if shares:  # the TTFT at shares 0 and 1, which the fit mixes; a loop its engine keeps in step has only the second
-                    low = 1.0 if engine in self.alone_engines and row.agg is not None else 0.0
+                    low = 1.0 if self.keeps_in_step(row, engine) else 0.0
                     staggered, in_step = (silicon_estimates(row, *self.specs[key], **kwargs, in_step_share=s)["ttft_s"] for s in (low, 1.0))
             except ValueError as exc:
                 for metric in SILICON_METRICS:
@@ -356,7 +368,9 @@ class _Silicon:
                     "tensor_parallel": est.tensor_parallel, "pipeline_parallel": est.pipeline_parallel,
                     "attention_data_parallel": est.attention_data_parallel, "batch": est.batch, "concurrency": row.concurrency,
                     "decode_bound": est.decode.bound, "efficiency_source": source or est.efficiency_source,
-                    "warnings": list(est.warnings),  # how the row was read (layout, worker counts) and what the estimate assumed
+                    # how the row was read (layout, worker counts, a loop read in step) and what the estimate assumed
+                    "warnings": list(est.warnings)
+                    + ([IN_STEP_WARNING.format(engine=engine)] if metric == "ttft_s" and self.keeps_in_step(row, engine) else []),
                     "_parts": _parts(est, predicted, *self.specs[key], self.calibration)
                     | ({"staggered": predict_metric(metric, staggered) if metric == "ttft_s" else predicted,
                         "in_step": predict_metric(metric, in_step) if metric == "ttft_s" else predicted} if shares else {}),

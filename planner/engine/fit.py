@@ -80,7 +80,7 @@ class Parts:
     metric: np.ndarray  # "ttft_s" | "tpot_s"
     measured: np.ndarray
     predicted: np.ndarray
-    staggered: np.ndarray  # the prediction with no request in step (in_step_share 0; TPOT: as predicted)
+    staggered: np.ndarray  # the prediction with no request in step (in_step_share 0, or 1 for a loop read in step; TPOT: as predicted)
     in_step: np.ndarray  # ... with every request in step (in_step_share 1)
     compute_fraction0: np.ndarray
     bandwidth_fraction0: np.ndarray

@@ -422,3 +422,19 @@ def test_an_engine_that_runs_its_prefills_alone_keeps_a_colocated_loop_in_step_a
     for row_id, (in_step, engine) in ids.items():
         assert silicon.in_step_share(by_id[row_id], engine, profiles[engine]) == (1.0 if in_step else profiles[engine].in_step_share)
     assert silicon.in_step_share(by_id["dsr1_h200_sglang_fp8_agg_1024x1024_c4_cfg81"], "SGLang", None) == 1.0
+    # ... and the predictions use it: each TTFT is the estimate at the share the rule gives, and says so when read in step
+    from planner.accuracy import IN_STEP_WARNING
+    from planner.engine.accuracy import predict_metric
+    from planner.engine.silicon import silicon_estimates
+
+    predicted, _ = silicon.predict(profiles=profiles, only=set(ids))
+    for r in predicted:
+        if r["metric"] != "ttft_s":
+            continue
+        in_step, engine = ids[r["id"]]
+        key, profile = silicon.spec_key(by_id[r["id"]]), profiles[engine]
+        expected = silicon_estimates(by_id[r["id"]], *silicon.specs[key], efficiency=profile.factors(), decode_workers=silicon.decode_workers,
+                                     in_step_share=1.0 if in_step else profile.in_step_share)["ttft_s"]  # fmt: skip
+        expected = predict_metric("ttft_s", expected)
+        assert r["predicted"] == pytest.approx(expected, rel=1e-9), r["id"]
+        assert (IN_STEP_WARNING.format(engine="SGLang") in r["warnings"]) is in_step

@@ -74,9 +74,9 @@ def test_every_engine_holds_the_shared_term_the_pooled_fit_finds():
     assert profiles["SGLang"].request_overhead_s == pytest.approx(0.05, abs=3e-3)
 
 
-def test_values_a_scheduler_keeps_in_step_leave_the_share_to_the_others():
-    # An engine that runs its prefills alone keeps a colocated loop in step: those TTFTs are waves whatever the share
-    # (staggered = in_step); its disaggregated ones drift apart by the share, here 0.3.
+def test_the_share_is_identified_by_the_values_whose_loops_can_drift_apart():
+    # Values read in step (a colocated loop of an engine that runs its prefills alone: planner/accuracy.py gives them
+    # staggered = in_step) are waves whatever the share; the others drift apart by it, here 0.3, and fix it.
     p = _parts(n=80)
     in_step_loop = np.arange(80) < 40
     p = Parts(**{**p.__dict__, "staggered": np.where(in_step_loop, p.in_step, p.staggered)})
