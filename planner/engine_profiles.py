@@ -45,22 +45,21 @@ def profiled(engine: str | None, chip) -> bool:
 HOST_FACTORS = ("step_overhead_s", "request_overhead_s")
 
 
-def engine_factors(engine: str | None, chip, *, chip_fitted: bool) -> dict[str, float]:
-    """The factors a named serving engine's fitted profile brings to a chip: all of them where it speaks for the chip
-    (`profiled`); on another chip with no fitted efficiency of its own (`chip_fitted` False: no calibration or
-    chip-family profile, so its spec defaults), the engine's host-side costs (HOST_FACTORS); else none (the chip's fitted
-    efficiency was measured under some engine, its host costs with it)."""
+def engine_factors(engine: str | None, chip, *, calibration, weight_dtype: str) -> tuple[dict[str, float], str | None]:
+    """The factors a named serving engine's fitted profile brings to a chip, and the label saying so: all of them where
+    it speaks for the chip (`profiled`); on another chip with no fitted efficiency of its own (no calibration or
+    chip-family profile for `weight_dtype` in `calibration`, so its spec defaults), the engine's host-side costs
+    (HOST_FACTORS); else none (the chip's fitted efficiency was measured under some engine, its host costs with it)."""
     profile = stored_profiles().get(engine) if engine else None
     if profile is None:
-        return {}
+        return {}, None
     factors = profile.factors()
     if profiled(engine, chip):
-        return factors
-    return {} if chip_fitted else {name: factors[name] for name in HOST_FACTORS}
-
-
-def host_label(engine: str) -> str:
-    return f"spec defaults with {engine}'s step and request overheads (its fitted serving-engine profile)"
+        return factors, profile_label(engine)
+    if any((chip.slug, d) in calibration for d in (weight_dtype, "*")):
+        return {}, None
+    host = {name: factors[name] for name in HOST_FACTORS}
+    return host, f"spec defaults with {engine}'s step and request overheads (its fitted serving-engine profile)"
 
 
 VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, inside a search
@@ -103,8 +102,6 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *,
                 if (slug, dtype) in calibration or (slug, "*") in calibration:
                     continue  # measured under this engine on this chip: resolve_efficiency finds it by the variant's slug
                 base = resolve_efficiency(spec, dtype, calibration=calibration)
-                fitted = (spec.slug, dtype) in calibration or (spec.slug, "*") in calibration
-                factors = engine_factors(engine, chip, chip_fitted=fitted)
-                label = profile_label(engine) if profiled(engine, chip) else host_label(engine)
+                factors, label = engine_factors(engine, chip, calibration=calibration, weight_dtype=dtype)
                 extended[(slug, dtype)] = replace(base, **factors, source=label) if factors else base
     return specs, extended

@@ -44,7 +44,6 @@ from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_factors,
     engine_variants,
-    host_label,
     profile_label,
     profiled,
     serving_engines,
@@ -134,10 +133,8 @@ def named_engine_setup(engine: str | None, chip: Chip, chip_spec, weight_dtype: 
     measured = any((variant_slug(chip.slug, engine), d) in calibration for d in dtypes)
     chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
                                     slug=variant_slug(chip.slug, engine) if measured else chip_spec.slug)  # fmt: skip
-    factors = {} if measured else engine_factors(engine, chip, chip_fitted=any((chip.slug, d) in calibration for d in dtypes))
-    if not factors:
-        return chip_spec, {}, None
-    return chip_spec, factors, profile_label(engine) if profiled(engine, chip) else host_label(engine)
+    factors, label = ({}, None) if measured else engine_factors(engine, chip, calibration=calibration, weight_dtype=weight_dtype)
+    return chip_spec, factors, label
 
 
 def _efficiency_label(label: str | None, overridden: bool) -> str | None:
