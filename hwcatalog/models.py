@@ -147,6 +147,11 @@ class ServingEngine(Sourced):
         default=False,
         help_text="A step that prefills runs no decodes (SGLang without --enable-mixed-chunk); false: prefill chunks and decodes share steps.",
     )  # fmt: skip
+    cpu_matrix_dtypes = models.JSONField(
+        null=True, blank=True, default=None,
+        help_text="On a CPU with matrix units (Intel AMX), the weight dtypes whose GEMMs it runs on them; null: every dtype. "
+                  "The others run on the vector units (AVX-512: 16-bit math at no more than twice the fp32 peak).",
+    )  # fmt: skip
     profile = models.CharField(max_length=80, blank=True, default="", help_text="Its fitted efficiency profile's name, if one is fitted.")
     aliases = models.JSONField(default=list, blank=True, help_text="Other names (e.g. AIConfigurator's backend names trtllm, sglang, vllm).")
     history = HistoricalRecords(excluded_fields=["created_at", "updated_at"])
@@ -174,6 +179,11 @@ class ServingEngine(Sourced):
             errors["chip_kinds"] = f"Unknown chip kinds: {', '.join(unknown)}."
         if not errors.get("weight_dtypes") and (odd := sorted(set(self.weight_dtypes) - set(architecture.DTYPE_BYTES))):
             errors["weight_dtypes"] = f"Unknown weight dtypes: {', '.join(odd)}."
+        matrix = self.cpu_matrix_dtypes
+        if matrix is not None and (not isinstance(matrix, list) or not all(isinstance(v, str) and v for v in matrix)):
+            errors["cpu_matrix_dtypes"] = "A list of non-empty strings, or null (every dtype)."
+        elif matrix and (odd := sorted(set(matrix) - set(architecture.DTYPE_BYTES))):
+            errors["cpu_matrix_dtypes"] = f"Unknown weight dtypes: {', '.join(odd)}."
         if not errors.get("chip_vendors"):
             # "Vendor" (any of its chips) or "Vendor kind" (its chips of that kind only: "Intel cpu")
             odd = [v for v in self.chip_vendors if len(words := v.split()) > 1 and words[-1] not in Chip.Kind.values]

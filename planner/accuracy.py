@@ -91,6 +91,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
     """Every row of this project's CSV format (or those in `only`) predicted under `calibration`; with parts,
     each value also carries what family_fit.surrogate rescales."""
     rows, unpredicted = [], []
+    engines = None  # the catalog's serving engines by name, read once a row names one
     for row in measured:
         if only is not None and row.id not in only:
             continue
@@ -101,6 +102,13 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             continue
         chip = chips[row.chip]
         chip_spec = catalog_specs.chip_spec(chip)
+        if row.serving_engine:  # the engine it ran on: its scheduler defaults and, on a CPU, its math units (Scheduler)
+            engines = engines if engines is not None else catalog_specs.serving_engines_by_name()
+            engine = engines.get(catalog_specs.name_key(row.serving_engine))
+            if engine is None:
+                unpredicted.append({"id": row.id, "reason": f"serving_engine {row.serving_engine!r} is not a catalog serving engine"})
+                continue
+            chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.scheduler_spec(engine))
         try:
             est = predict_row(
                 row, catalog_specs.model_spec(models[row.model]), chip_spec,

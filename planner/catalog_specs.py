@@ -97,23 +97,24 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
         engine=engine.name, kv_memory_fraction=engine.kv_memory_fraction, kv_memory_of_free=engine.kv_memory_rule == ServingEngine.MemoryRule.OF_FREE,
         max_batch_sequences=engine.max_batch_sequences, prefill_token_budget=engine.prefill_token_budget,
         prefill_runs_alone=engine.prefill_runs_alone,
+        cpu_matrix_dtypes=tuple(engine.cpu_matrix_dtypes) if engine.cpu_matrix_dtypes is not None else None,
         moe_dispatch=engine.moe_dispatch, attention_dp_dense=engine.attention_dp_dense,
     )  # fmt: skip
 
 
-def _name_key(name: str) -> str:
+def name_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
 def serving_engines_by_name() -> dict[str, ServingEngine]:
     """Every catalog serving engine under each name a request may use (slug, name, fitted profile, alias), case and
-    spacing aside (_name_key): one query."""
-    return {_name_key(n): engine for engine in ServingEngine.objects.all() for n in (engine.slug, engine.name, engine.profile, *engine.aliases) if n}
+    spacing aside (name_key): one query."""
+    return {name_key(n): engine for engine in ServingEngine.objects.all() for n in (engine.slug, engine.name, engine.profile, *engine.aliases) if n}
 
 
 def serving_engine_named(name: str) -> ServingEngine | None:
     """The catalog serving engine a request names: by slug, name, fitted profile or alias, case and spacing aside."""
-    return serving_engines_by_name().get(_name_key(name))
+    return serving_engines_by_name().get(name_key(name))
 
 
 def serving_engine_names() -> list[str]:
@@ -125,8 +126,8 @@ def engine_refusal(engine: ServingEngine, chip: Chip, weight_dtype: str | None =
     if chip.kind not in engine.chip_kinds:
         return f"{engine.name} runs on {', '.join(engine.chip_kinds)} chips; {chip.slug} is of kind {chip.kind}."
     # A vendor entry may name its kinds too ("Intel cpu"): the engine runs on that vendor's chips of that kind only.
-    vendors = {_name_key(v) for v in engine.chip_vendors}
-    vendor = _name_key(chip.vendor or "")
+    vendors = {name_key(v) for v in engine.chip_vendors}
+    vendor = name_key(chip.vendor or "")
     if vendors and vendor not in vendors and f"{vendor} {chip.kind}" not in vendors:
         return f"{engine.name} runs on {', '.join(engine.chip_vendors)} chips only; {chip.slug} is {chip.vendor}'s."
     if weight_dtype and weight_dtype not in engine.weight_dtypes:
@@ -223,7 +224,7 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
             engine = ""
         else:  # the row's engine as requests name it (the catalog's name), whatever it was stored as
             engines = serving_engines_by_name() if engines is None else engines
-            found = engines.get(_name_key(row.serving_engine))
+            found = engines.get(name_key(row.serving_engine))
             engine = found.name if found else row.serving_engine
         key = (variant_slug(row.chip_slug, engine) if engine else row.chip_slug, row.weight_dtype)
         if key in newest:

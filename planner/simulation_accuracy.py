@@ -20,6 +20,7 @@ catalog engine's defaults apply.
 from __future__ import annotations
 
 import csv
+import math
 import re
 import statistics
 from pathlib import Path
@@ -150,6 +151,8 @@ def row_scheduler(row: dict[str, str]) -> SchedulerOptions:
     """The scheduler knobs the row's benchmark set; the engine's defaults where the row leaves a column empty."""
     def integer(name: str) -> int | None:
         value = _float(row.get(name, ""))
+        if value is not None and not (math.isfinite(value) and value == int(value)):
+            raise ValueError(f"{name} {value:g} is not a whole number")
         return int(value) if value is not None else None
 
     alone = (row.get("prefill_alone") or "").strip().lower()

@@ -39,6 +39,7 @@ from planner.engine import Deployment, Workload
 from planner.engine.estimate import evaluate_deployment
 from planner.engine.parallel import tensor_parallel_options
 from planner.engine.simulation import (
+    RequestTooLarge,
     SchedulerOptions,
     check_fits,
     SimulationResult,
@@ -155,7 +156,7 @@ def _refused(exc: ValueError, options: SchedulerOptions) -> SimulationRefused:
     """The engine's refusal as a 400 on the field at fault: a request larger than the KV cache is the workload's, or
     the scheduler's where a memory fraction set the cache; anything else is the configuration's (its chip)."""
     message = str(exc)
-    if "KV blocks" not in message:
+    if not isinstance(exc, RequestTooLarge):
         return SimulationRefused(message, field="chip")
     if options.memory_fraction is not None:
         return SimulationRefused(f"{message} at memory_fraction {options.memory_fraction:g}", field="scheduler.memory_fraction")

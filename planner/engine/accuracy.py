@@ -112,6 +112,7 @@ class MeasuredRow:
     source: str = ""
     notes: str = ""
     weight_format: str | None = None  # the optional column: the weights' stored format (Deployment.weight_format)
+    serving_engine: str | None = None  # the optional column: the catalog serving engine the row ran on (its slug, name or alias)
 
 
 def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
@@ -129,6 +130,7 @@ def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
                 decoding_params=json.loads(r["decoding_params"]) if r["decoding_params"].strip() else {},
                 metric=r["metric"], value=float(r["value"]), engine=r.get("engine", ""), source=r.get("source", ""),
                 notes=r.get("notes", ""), weight_format=(r.get("weight_format") or "").strip() or None,
+                serving_engine=(r.get("serving_engine") or "").strip() or None,
             )
         )  # fmt: skip
     return rows

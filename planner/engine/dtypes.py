@@ -91,7 +91,7 @@ def compute_table(chips: Sequence[ChipSpec]) -> ComputeTable:
             choice = choose_compute_dtype(chip, weight_dtype)
             if choice.compute_dtype is not None:
                 codes[i, j] = DTYPE_CODE[choice.compute_dtype]
-                peaks[i, j] = chip.peak_flops_per_s[choice.compute_dtype]
+                peaks[i, j] = chip.math_peak_flops_per_s(choice.compute_dtype, weight_dtype)
             row.append(choice.warning)
         warnings.append(tuple(row))
     return ComputeTable(compute_code=codes, peak_flops_per_s=peaks, warnings=tuple(warnings))

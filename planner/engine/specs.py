@@ -22,6 +22,11 @@ GENERATION_KINDS = ("autoregressive", "diffusion", "block_diffusion")
 PRICING_MODELS = ("on_demand", "reserved", "spot", "purchase")
 
 
+# A CPU's vector units (AVX-512) against its fp32 FMA rate, per math dtype: AVX512_BF16's VDPBF16PS and AVX512_FP16 do
+# two 16-bit products per fp32 lane, AVX512_VNNI's VPDPBUSD four int8 products per 32-bit lane (Intel's intrinsics guide).
+VECTOR_PEAK_OVER_FP32 = {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0, "int8": 4.0}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scheduler:
     """A serving engine's scheduler defaults, as the catalog records them (hwcatalog ServingEngine), each
@@ -42,6 +47,8 @@ class Scheduler:
     prefill_runs_alone: whether a step that prefills runs without the decodes (SGLang's default: its
         --enable-mixed-chunk is off) or prefill chunks and decodes share steps (vLLM V1, TensorRT-LLM's
         in-flight batching). The serving simulator schedules by it (simulation/scheduler.py).
+    cpu_matrix_dtypes: on a CPU, the weight dtypes whose GEMMs the engine runs on the chip's matrix units
+        (Intel AMX); None: every dtype. The others run on its vector units (ChipSpec.math_peak_flops_per_s).
     """
 
     engine: str
@@ -52,8 +59,13 @@ class Scheduler:
     moe_dispatch: str = "all_to_all"
     attention_dp_dense: str = "replicated"
     prefill_runs_alone: bool = False
+    cpu_matrix_dtypes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.cpu_matrix_dtypes is not None:
+            object.__setattr__(self, "cpu_matrix_dtypes", tuple(self.cpu_matrix_dtypes))
+            if unknown := sorted(set(self.cpu_matrix_dtypes) - set(DTYPES)):
+                raise ValueError(f"{self.engine}: unknown dtypes in cpu_matrix_dtypes: {unknown}")
         if not 0.0 < self.kv_memory_fraction <= 1.0:
             raise ValueError(f"{self.engine}: kv_memory_fraction must be in (0, 1]")
         if self.moe_dispatch not in ("all_to_all", "all_gather"):
@@ -100,6 +112,21 @@ class ChipSpec:
 
     def has_math(self, dtype: str) -> bool:
         return self.peak_flops_per_s.get(dtype, 0.0) > 0.0
+
+    def math_peak_flops_per_s(self, compute_dtype: str, weight_dtype: str) -> float:
+        """The dense peak of `compute_dtype` math for `weight_dtype` weights under the chip's serving engine.
+        On a CPU whose engine runs those weights' GEMMs on the vector units rather than the matrix units
+        (Scheduler.cpu_matrix_dtypes; llama.cpp keeps F16/BF16 weights off Intel AMX), the datasheet's
+        16-bit peak (AMX: 1,024 bf16 FLOP a cycle a core, 16x the fp32 FMA rate) gives way to the vector
+        rate: at most twice the fp32 peak, as AVX512_BF16's VDPBF16PS does two bf16 products per fp32 lane
+        (the rate the catalog lists for AMD's Zen 4 and Zen 5 EPYCs, which have no AMX), and at most four
+        times for int8 (AVX512_VNNI's VPDPBUSD: four int8 products per 32-bit lane)."""
+        peak = self.peak_flops_per_s.get(compute_dtype, 0.0)
+        matrix = self.scheduler.cpu_matrix_dtypes if self.scheduler is not None else None
+        if self.kind != "cpu" or matrix is None or weight_dtype in matrix:
+            return peak
+        vector = self.peak_flops_per_s.get("fp32", 0.0) * VECTOR_PEAK_OVER_FP32.get(compute_dtype, 1.0)
+        return min(peak, vector) if vector > 0.0 else peak
 
     @property
     def node_size(self) -> int:

@@ -123,3 +123,25 @@ def test_a_fitted_engine_is_named_as_its_profile_and_a_vendor_kind_must_be_a_kin
     with pytest.raises(ValidationError) as err:
         engine.full_clean()
     assert "Intel cpus" in err.value.message_dict["chip_vendors"][0] and "fp7" in err.value.message_dict["weight_dtypes"][0]
+
+
+def test_llama_cpp_runs_only_its_quantised_weights_on_a_cpus_matrix_units(catalog, anonymous_client):
+    by_slug = {e["slug"]: e for e in anonymous_client.get("/api/v1/engines/").json()}
+    assert by_slug["llama-cpp"]["cpu_matrix_dtypes"] == ["int8", "int4"]  # Q8_0 and the 4-bit GGUF types (ggml-cpu/amx)
+    assert by_slug["sglang"]["cpu_matrix_dtypes"] is None  # every dtype where the chip has matrix units
+
+
+@pytest.mark.parametrize("value", [["int3"], "int8", [""]])
+def test_a_bad_matrix_dtype_list_is_refused_naming_the_field(db, value):
+    import datetime as dt
+
+    from django.core.exceptions import ValidationError
+
+    from hwcatalog.models import ServingEngine
+
+    engine = ServingEngine(slug="x", name="X", project_url="https://example.org", chip_kinds=["cpu"], weight_dtypes=["bf16"],
+                           kv_memory_rule="of_total", kv_memory_fraction=0.9, cpu_matrix_dtypes=value, sources=["a"],
+                           as_of=dt.date(2026, 12, 1))  # fmt: skip
+    with pytest.raises(ValidationError) as err:
+        engine.full_clean()
+    assert "cpu_matrix_dtypes" in err.value.message_dict

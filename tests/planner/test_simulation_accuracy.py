@@ -67,6 +67,9 @@ def test_a_rows_server_columns_are_its_scheduler_knobs_and_empty_ones_the_engine
     assert row_scheduler({}) == SchedulerOptions()
     with pytest.raises(ValueError, match="prefill_alone 'maybe'"):
         row_scheduler({"prefill_alone": "maybe"})
+    for fractional in ("256.5", "inf"):  # a count read off a command line is whole; never truncated
+        with pytest.raises(ValueError, match="max_sequences .* is not a whole number"):
+            row_scheduler({"max_sequences": fractional})
 
 
 @pytest.mark.django_db

@@ -6,6 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from planner import simulation_services
+from planner.engine.simulation import RequestTooLarge, SchedulerOptions
 from planner.models import SimulationRun
 
 pytestmark = pytest.mark.django_db
@@ -329,3 +330,11 @@ def test_a_memory_fraction_too_small_for_a_request_is_a_400_naming_it_inline_or_
     queued = token_client.post("/api/v1/simulations/", body, format="json")
     assert queued.status_code == 400 and "memory_fraction" in queued.json()["scheduler"]
     assert not SimulationRun.objects.exists()
+
+
+def test_a_refusal_names_the_workload_only_for_a_request_the_cache_cannot_hold():
+    too_large = RequestTooLarge("request 0 needs 7 KV blocks (100 prompt + 1 output tokens) but the cache holds 6; no schedule can run it")
+    assert simulation_services._refused(too_large, SchedulerOptions()).field == "workload"
+    assert simulation_services._refused(too_large, SchedulerOptions(memory_fraction=0.5)).field == "scheduler.memory_fraction"
+    # an engine error that merely mentions KV blocks is still the configuration's
+    assert simulation_services._refused(ValueError("cannot simulate x on y: KV blocks of 0 tokens"), SchedulerOptions()).field == "chip"

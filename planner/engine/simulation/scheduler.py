@@ -64,6 +64,11 @@ SGLANG_MIN_NEW_TOKEN_RATIO = SGLANG_INIT_NEW_TOKEN_RATIO * 0.14
 SGLANG_NEW_TOKEN_RATIO_DECAY = (SGLANG_INIT_NEW_TOKEN_RATIO - SGLANG_MIN_NEW_TOKEN_RATIO) / 600
 
 
+class RequestTooLarge(ValueError):
+    """A request whose whole context the KV cache cannot hold: no schedule can run it (run_schedule, check_fits).
+    A ValueError, so callers that refuse every engine error alike still do; a service tells it apart by its type."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Schedule:
     """What one run produced: per request (scheduler view, i.e. after the request overhead) and per step."""
@@ -442,7 +447,7 @@ def _check_fits(prompt: list[int], output: list[int], cached: list[int], bt: int
     need = [grows * (_ceil_div(p + o + slack, bt) - c // bt) + f for p, o, c, f in zip(prompt, output, cached, fixed)]
     worst = int(np.argmax(need)) if need else 0
     if need and need[worst] > free:
-        raise ValueError(
+        raise RequestTooLarge(
             f"request {worst} needs {need[worst]} KV blocks ({prompt[worst]} prompt + {output[worst]} output tokens) "
             f"but the cache holds {free}; no schedule can run it"
         )

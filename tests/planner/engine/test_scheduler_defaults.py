@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.specs import Scheduler
+from planner.engine.specs import ChipSpec, Scheduler
 
-from .factories import h100_sxm, llama_3_1_8b, llama_3_1_70b
+from .factories import epyc_9654, h100_sxm, llama_3_1_8b, llama_3_1_70b
 
 VLLM_LIKE = Scheduler(engine="vLLM", kv_memory_fraction=0.9)  # of the whole GPU
 TRT_LIKE = Scheduler(engine="TensorRT-LLM", kv_memory_fraction=0.9, kv_memory_of_free=True)  # of what the weights leave
@@ -57,3 +57,42 @@ def test_scheduler_defaults_out_of_range_are_refused():
         Scheduler(engine="x", kv_memory_fraction=1.5)
     with pytest.raises(ValueError, match="max_batch_sequences"):
         Scheduler(engine="x", kv_memory_fraction=0.9, max_batch_sequences=0)
+
+
+# llama.cpp on a CPU: ggml's AMX kernels take its quantised GGUF types only (ggml-cpu/amx/common.h); 16-bit weights run on AVX-512.
+LLAMA_CPP_LIKE = Scheduler(engine="llama.cpp", kv_memory_fraction=1.0, kv_memory_of_free=True, cpu_matrix_dtypes=("int8", "int4"))
+
+
+def _xeon() -> ChipSpec:
+    # A Xeon 8480+ socket as the catalog lists it: AMX gives 16x the fp32 FMA rate in bf16, 32x in int8.
+    return ChipSpec(slug="xeon", kind="cpu", vendor="Intel", memory_capacity_bytes=512e9, memory_bandwidth_bytes_per_s=307.2e9,
+                    peak_flops_per_s={"fp32": 7.168e12, "bf16": 114.688e12, "int8": 229.376e12})  # fmt: skip
+
+
+def test_an_engine_that_keeps_16_bit_weights_off_the_cpus_matrix_units_runs_them_at_the_vector_rate():
+    xeon = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    assert xeon.math_peak_flops_per_s("bf16", "bf16") == pytest.approx(2 * 7.168e12)  # AVX512_BF16: 2 products a fp32 lane
+    assert xeon.math_peak_flops_per_s("bf16", "int4") == pytest.approx(114.688e12)  # Q4 weights: AMX tiles
+    assert _xeon().math_peak_flops_per_s("bf16", "bf16") == pytest.approx(114.688e12)  # no engine named: the datasheet
+    # A CPU without AMX (an EPYC: bf16 at twice fp32 already) and a GPU keep their peaks under the same engine.
+    epyc = dataclasses.replace(epyc_9654(), scheduler=LLAMA_CPP_LIKE)
+    assert epyc.math_peak_flops_per_s("bf16", "bf16") == epyc_9654().peak_flops_per_s["bf16"]
+    gpu = dataclasses.replace(h100_sxm(), scheduler=LLAMA_CPP_LIKE)
+    assert gpu.math_peak_flops_per_s("bf16", "bf16") == h100_sxm().peak_flops_per_s["bf16"]
+
+
+def test_on_a_xeon_a_16_bit_prefill_under_llama_cpp_takes_eight_times_the_amx_engines_compute():
+    model, workload = llama_3_1_8b(), Workload(prompt_tokens=4096, output_tokens=16)
+    amx = dataclasses.replace(_xeon(), scheduler=dataclasses.replace(LLAMA_CPP_LIKE, engine="SGLang", cpu_matrix_dtypes=None))
+    vector = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="bf16"), workload, batch=1) for c in (amx, vector))
+    assert on_vector.prefill.compute_s == pytest.approx(8 * on_amx.prefill.compute_s, rel=1e-6)  # 16x fp32 against 2x
+    amx_q4, vector_q4 = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
+    # int4 weights: the GEMMs stay on AMX tiles under llama.cpp too; only its attention (QK^T, PV in 16 bits) runs on AVX-512.
+    assert amx_q4.prefill.compute_s == pytest.approx(on_amx.prefill.compute_s)
+    assert amx_q4.prefill.compute_s < vector_q4.prefill.compute_s < on_vector.prefill.compute_s / 4
+
+
+def test_a_matrix_dtype_the_planner_does_not_know_is_refused():
+    with pytest.raises(ValueError, match="cpu_matrix_dtypes"):
+        Scheduler(engine="x", kv_memory_fraction=0.9, cpu_matrix_dtypes=("int3",))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from planner.engine import FullAttention
-from planner.engine.simulation import SimulationWorkload, StepCost, Trace, run_schedule, simulate_with_cost
+from planner.engine.simulation import RequestTooLarge, SimulationWorkload, StepCost, Trace, run_schedule, simulate_with_cost
 
 
 def toy_cost(
@@ -176,7 +176,7 @@ def test_a_cached_shared_prefix_is_not_prefilled_again():
 
 
 def test_a_request_too_long_for_the_whole_cache_is_refused_up_front():
-    with pytest.raises(ValueError, match="request 0 needs 7 KV blocks"):
+    with pytest.raises(RequestTooLarge, match="request 0 needs 7 KV blocks"):
         run(toy_cost(block_tokens=16, kv_blocks=6), [0.0], [100], [1])
 
 
