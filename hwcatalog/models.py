@@ -150,7 +150,12 @@ class ServingEngine(Sourced):
     cpu_matrix_dtypes = models.JSONField(
         null=True, blank=True, default=None,
         help_text="On a CPU with matrix units (Intel AMX), the weight dtypes whose GEMMs it runs on them; null: every dtype. "
-                  "The others run on the vector units (AVX-512: 16-bit math at no more than twice the fp32 peak).",
+                  "The others run on the vector units (AVX-512).",
+    )  # fmt: skip
+    cpu_matrix_experts = models.BooleanField(
+        default=True,
+        help_text="On a CPU with matrix units, whether a MoE model's routed-expert GEMMs run on them too; false: on the vector units "
+                  "(llama.cpp: its AMX kernels take plain matrix multiplies, not the experts' MUL_MAT_ID).",
     )  # fmt: skip
     profile = models.CharField(max_length=80, blank=True, default="", help_text="Its fitted efficiency profile's name, if one is fitted.")
     aliases = models.JSONField(default=list, blank=True, help_text="Other names (e.g. AIConfigurator's backend names trtllm, sglang, vllm).")

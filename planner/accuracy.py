@@ -105,8 +105,10 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
         if row.serving_engine:  # the engine it ran on: its scheduler defaults and, on a CPU, its math units (Scheduler)
             engines = engines if engines is not None else catalog_specs.serving_engines_by_name()
             engine = engines.get(catalog_specs.name_key(row.serving_engine))
-            if engine is None:
-                unpredicted.append({"id": row.id, "reason": f"serving_engine {row.serving_engine!r} is not a catalog serving engine"})
+            refusal = f"serving_engine {row.serving_engine!r} is not a catalog serving engine" if engine is None else (
+                catalog_specs.engine_refusal(engine, chip, row.weight_dtype))
+            if refusal:
+                unpredicted.append({"id": row.id, "reason": refusal})
                 continue
             chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.scheduler_spec(engine))
         try:

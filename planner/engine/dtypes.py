@@ -77,21 +77,42 @@ class ComputeTable:
     """compute dtype code and warning text for every (chip index, weight dtype code)."""
 
     compute_code: np.ndarray  # [n_chips, n_dtypes] int, NO_MATH_PATH where none
-    peak_flops_per_s: np.ndarray  # [n_chips, n_dtypes] peak of the chosen path (0 if none)
+    peak_flops_per_s: np.ndarray  # [n_chips, n_dtypes] peak of the chosen path under the chip's engine (0 if none)
+    expert_peak_flops_per_s: np.ndarray  # [n_chips, n_dtypes] the same for a MoE model's routed experts
     warnings: tuple[tuple[str | None, ...], ...]
 
 
 def compute_table(chips: Sequence[ChipSpec]) -> ComputeTable:
     codes = np.full((len(chips), len(DTYPES)), NO_MATH_PATH, dtype=np.int64)
-    peaks = np.zeros((len(chips), len(DTYPES)))
+    peaks, expert_peaks = np.zeros((len(chips), len(DTYPES))), np.zeros((len(chips), len(DTYPES)))
     warnings = []
     for i, chip in enumerate(chips):
         row = []
         for j, weight_dtype in enumerate(DTYPES):
             choice = choose_compute_dtype(chip, weight_dtype)
+            warning = choice.warning
             if choice.compute_dtype is not None:
                 codes[i, j] = DTYPE_CODE[choice.compute_dtype]
                 peaks[i, j] = chip.math_peak_flops_per_s(choice.compute_dtype, weight_dtype)
-            row.append(choice.warning)
+                expert_peaks[i, j] = chip.math_peak_flops_per_s(choice.compute_dtype, weight_dtype, experts=True)
+                warning = _joined(warning, vector_units_warning(chip, choice.compute_dtype, weight_dtype, peaks[i, j]))
+            row.append(warning)
         warnings.append(tuple(row))
-    return ComputeTable(compute_code=codes, peak_flops_per_s=peaks, warnings=tuple(warnings))
+    return ComputeTable(compute_code=codes, peak_flops_per_s=peaks, expert_peak_flops_per_s=expert_peaks, warnings=tuple(warnings))
+
+
+def vector_units_warning(chip: ChipSpec, compute_dtype: str, weight_dtype: str, peak: float, *, experts: bool = False) -> str | None:
+    """Said where the chip's serving engine multiplies these weights (`experts`: a MoE model's routed experts) on a
+    CPU's vector units, at `peak`, below the datasheet's."""
+    datasheet = chip.peak_flops_per_s.get(compute_dtype, 0.0)
+    if peak >= datasheet:
+        return None
+    engine = chip.scheduler.engine if chip.scheduler is not None else "the engine"
+    what = "a MoE model's routed experts" if experts else f"{weight_dtype} weights' GEMMs"
+    return (f"{engine} runs {what} on {chip.slug}'s vector units, not its matrix units: {peak / 1e12:.3g} TFLOP/s, "
+            f"not the datasheet's {datasheet / 1e12:.3g}")  # fmt: skip
+
+
+def _joined(*warnings: str | None) -> str | None:
+    said = [w for w in warnings if w]
+    return "; ".join(said) if said else None

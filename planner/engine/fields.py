@@ -103,7 +103,8 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _f("usable_bytes_per_chip", "B", "memory usable after the runtime's reserve", group="memory"),
     _f("max_concurrency", "sequences", "sequences the KV cache holds, all replicas", kind="int", group="memory"),
     # Utilisation, power, energy.
-    _f("mfu", "", "achieved FLOP/s / dense peak of the compute dtype (decode)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
+    _f("mfu", "", "achieved FLOP/s / dense peak of the compute dtype (decode; on a CPU, of the units the serving engine multiplies the "
+       "weights on)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
     _f("mbu", "", "achieved bytes/s / peak memory bandwidth (decode)", nullable=True, label="MBU", format="percent", validated=True, csv="mbu"),
     _f("power_w_per_chip", "W", "modelled draw per chip at this operating point", nullable=True),
     _f("energy_per_output_token_j", "J", "energy per output token at the modelled draw", nullable=True, csv="energy_per_output_token_j"),
@@ -172,7 +173,8 @@ PHASE_FIELDS: tuple[ResultField, ...] = (
     _f("overhead_s", "s", "fixed cost per forward (launches, scheduler, sampling)"),
     _f("time_s", "s", "the forward's time"),
     _f("intensity_flop_per_byte", "FLOP/B", "arithmetic intensity"),
-    _f("ridge_flop_per_byte", "FLOP/B", "datasheet peak / bandwidth of the compute dtype"),
+    _f("ridge_flop_per_byte", "FLOP/B", "peak / bandwidth of the compute dtype: the datasheet's peak, on a CPU that of the units the "
+       "serving engine multiplies the weights on"),
     _f("effective_ridge_flop_per_byte", "FLOP/B", "the ridge the times use: efficiency-scaled peak / efficiency-scaled bandwidth; "
        "the bound is compute above it, memory below it (communication and overhead aside)"),
     _f("bound", "", "compute | memory | interconnect: the largest term", kind="str"),

@@ -202,7 +202,9 @@ def forward_cost(
     attention_flops_per_s = hw.compute_fraction * np.maximum(attention_peak, 1e-30)
     compute_stage = (flops - attention_flops - expert_flops - sixteen_flops) / achieved_flops_per_s + (attention_flops + sixteen_flops) / attention_flops_per_s
     if model.is_moe:
-        expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * achieved_flops_per_s)
+        # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
+        expert_peak = hw.expert_peak_flops_per_s if peak_flops_per_s is None else np.minimum(hw.expert_peak_flops_per_s, peak)
+        expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * hw.compute_fraction * np.maximum(expert_peak, 1e-30))
         compute_stage = compute_stage + expert_compute_stage
     else:  # a dense model: no experts' term, and no array spent on it
         expert_compute_stage = np.zeros(np.shape(flops))

@@ -99,6 +99,7 @@ class CandidateHardware:
     prefill_token_budget: np.ndarray  # prompt tokens one step prefills
     bandwidth_bytes_per_s: np.ndarray
     peak_flops_per_s: np.ndarray  # of the compute dtype chosen for the weights
+    expert_peak_flops_per_s: np.ndarray  # the same for a MoE model's routed experts (a CPU engine may run them on its vector units)
     attention_peak_flops_per_s: np.ndarray  # of the math the attention runs in: 16-bit (fp32 for an fp32 cache)
     compute_code: np.ndarray
     compute_fraction: np.ndarray
@@ -204,6 +205,7 @@ def candidate_hardware(
         prefill_token_budget=table.prefill_token_budget[c],
         bandwidth_bytes_per_s=table.bandwidth_bytes_per_s[c],
         peak_flops_per_s=compute.peak_flops_per_s[c, w],
+        expert_peak_flops_per_s=compute.expert_peak_flops_per_s[c, w],
         attention_peak_flops_per_s=_attention_peak(compute, c, w, grid.kv_dtype),
         compute_code=compute_code,
         compute_fraction=efficiency.compute_fraction[c, w],

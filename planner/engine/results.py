@@ -12,7 +12,7 @@ import numpy as np
 from . import reasons
 from .chips import policy_for
 from .decoding import Decoding
-from .dtypes import ComputeTable
+from .dtypes import ComputeTable, vector_units_warning
 from .efficiency import EfficiencyTable
 from .fields import ARRAY_FIELDS
 from .forward import BOUND_NAMES, PhaseCost
@@ -32,7 +32,7 @@ class PhaseArrays:
     overhead_s: np.ndarray
     time_s: np.ndarray
     intensity_flop_per_byte: np.ndarray
-    ridge_flop_per_byte: np.ndarray  # peak / BW of the chip's compute dtype (datasheet)
+    ridge_flop_per_byte: np.ndarray  # peak / BW of the chip's compute dtype (datasheet; on a CPU, the engine's math units')
     effective_ridge_flop_per_byte: np.ndarray  # eta_c*peak / (eta_m*BW): where the phase times cross
     bound: np.ndarray  # index into BOUND_NAMES
 
@@ -155,6 +155,10 @@ class Results:
         fallback = ctx.compute.warnings[chip_i][w]
         if fallback:
             out.append(fallback)
+        expert_peak = float(ctx.compute.expert_peak_flops_per_s[chip_i, w])
+        if ctx.model.is_moe and expert_peak < float(ctx.compute.peak_flops_per_s[chip_i, w]):
+            chip, compute_dtype = ctx.chips[chip_i], DTYPES[int(ctx.compute.compute_code[chip_i, w])]
+            out.append(vector_units_warning(chip, compute_dtype, DTYPES[w], expert_peak, experts=True))
         decoding = ctx.decodings[int(g.decoding_index[i])]
         out.extend(decoding.warnings(lambda dtype: ctx.compute.warnings[chip_i][DTYPES.index(dtype)]))
         if self.prefill_padded_tokens[i] > 0:

@@ -22,9 +22,11 @@ GENERATION_KINDS = ("autoregressive", "diffusion", "block_diffusion")
 PRICING_MODELS = ("on_demand", "reserved", "spot", "purchase")
 
 
-# A CPU's vector units (AVX-512) against its fp32 FMA rate, per math dtype: AVX512_BF16's VDPBF16PS and AVX512_FP16 do
-# two 16-bit products per fp32 lane, AVX512_VNNI's VPDPBUSD four int8 products per 32-bit lane (Intel's intrinsics guide).
-VECTOR_PEAK_OVER_FP32 = {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0, "int8": 4.0}
+# A CPU's vector units (AVX-512) against its fp32 FMA rate, per weight dtype, as llama.cpp's (ggml's) vector kernels multiply
+# them: bf16 by AVX512_BF16's VDPBF16PS, two products a fp32 lane; f16 converted to fp32 (ggml-cpu/amx/mmq.cpp,
+# tinygemm_kernel_avx); the quantised types (Q8_0, the 4-bit ones, MXFP4) as int8 dot products against int8-quantised
+# activations, AVX512_VNNI's VPDPBUSD doing four a 32-bit lane (Intel's intrinsics guide; ggml-cpu's vec_dot_*_q8_0).
+VECTOR_PEAK_OVER_FP32 = {"fp32": 1.0, "bf16": 2.0, "fp16": 1.0, "int8": 4.0, "int4": 4.0, "fp4": 4.0}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +51,8 @@ class Scheduler:
         in-flight batching). The serving simulator schedules by it (simulation/scheduler.py).
     cpu_matrix_dtypes: on a CPU, the weight dtypes whose GEMMs the engine runs on the chip's matrix units
         (Intel AMX); None: every dtype. The others run on its vector units (ChipSpec.math_peak_flops_per_s).
+    cpu_matrix_experts: whether a MoE model's routed-expert GEMMs run on the matrix units too (llama.cpp's
+        AMX kernels take plain matrix multiplies, not the experts' MUL_MAT_ID: False).
     """
 
     engine: str
@@ -60,6 +64,7 @@ class Scheduler:
     attention_dp_dense: str = "replicated"
     prefill_runs_alone: bool = False
     cpu_matrix_dtypes: tuple[str, ...] | None = None
+    cpu_matrix_experts: bool = True
 
     def __post_init__(self) -> None:
         if self.cpu_matrix_dtypes is not None:
@@ -113,20 +118,21 @@ class ChipSpec:
     def has_math(self, dtype: str) -> bool:
         return self.peak_flops_per_s.get(dtype, 0.0) > 0.0
 
-    def math_peak_flops_per_s(self, compute_dtype: str, weight_dtype: str) -> float:
-        """The dense peak of `compute_dtype` math for `weight_dtype` weights under the chip's serving engine.
-        On a CPU whose engine runs those weights' GEMMs on the vector units rather than the matrix units
-        (Scheduler.cpu_matrix_dtypes; llama.cpp keeps F16/BF16 weights off Intel AMX), the datasheet's
-        16-bit peak (AMX: 1,024 bf16 FLOP a cycle a core, 16x the fp32 FMA rate) gives way to the vector
-        rate: at most twice the fp32 peak, as AVX512_BF16's VDPBF16PS does two bf16 products per fp32 lane
-        (the rate the catalog lists for AMD's Zen 4 and Zen 5 EPYCs, which have no AMX), and at most four
-        times for int8 (AVX512_VNNI's VPDPBUSD: four int8 products per 32-bit lane)."""
+    def math_peak_flops_per_s(self, compute_dtype: str, weight_dtype: str, *, experts: bool = False) -> float:
+        """The dense peak of `compute_dtype` math for `weight_dtype` weights (`experts`: a MoE model's routed
+        experts') under the chip's serving engine. On a CPU whose engine multiplies those weights on the vector
+        units rather than the matrix units (Scheduler.cpu_matrix_dtypes, cpu_matrix_experts; llama.cpp keeps
+        F16/BF16 weights and every expert off Intel AMX), the datasheet's peak (AMX: 1,024 bf16 FLOP a cycle a
+        core, 16x the fp32 FMA rate) gives way to the vector rate, VECTOR_PEAK_OVER_FP32 of the fp32 peak, and
+        never exceeds the datasheet's. Any other chip, engine or dtype keeps the datasheet's peak."""
         peak = self.peak_flops_per_s.get(compute_dtype, 0.0)
-        matrix = self.scheduler.cpu_matrix_dtypes if self.scheduler is not None else None
-        if self.kind != "cpu" or matrix is None or weight_dtype in matrix:
+        scheduler = self.scheduler
+        if self.kind != "cpu" or scheduler is None:
             return peak
-        vector = self.peak_flops_per_s.get("fp32", 0.0) * VECTOR_PEAK_OVER_FP32.get(compute_dtype, 1.0)
-        return min(peak, vector) if vector > 0.0 else peak
+        on_matrix_units = (scheduler.cpu_matrix_dtypes is None or weight_dtype in scheduler.cpu_matrix_dtypes) and (
+            scheduler.cpu_matrix_experts or not experts)
+        vector = self.peak_flops_per_s.get("fp32", 0.0) * VECTOR_PEAK_OVER_FP32.get(weight_dtype, 1.0)
+        return peak if on_matrix_units or vector <= 0.0 else min(peak, vector)
 
     @property
     def node_size(self) -> int:

@@ -128,11 +128,12 @@ def test_a_fitted_engine_is_named_as_its_profile_and_a_vendor_kind_must_be_a_kin
 def test_llama_cpp_runs_only_its_quantised_weights_on_a_cpus_matrix_units(catalog, anonymous_client):
     by_slug = {e["slug"]: e for e in anonymous_client.get("/api/v1/engines/").json()}
     assert by_slug["llama-cpp"]["cpu_matrix_dtypes"] == ["int8", "int4"]  # Q8_0 and the 4-bit GGUF types (ggml-cpu/amx)
-    assert by_slug["sglang"]["cpu_matrix_dtypes"] is None  # every dtype where the chip has matrix units
+    assert by_slug["llama-cpp"]["cpu_matrix_experts"] is False  # its AMX kernels do not take MUL_MAT_ID
+    assert by_slug["sglang"]["cpu_matrix_dtypes"] is None and by_slug["sglang"]["cpu_matrix_experts"]  # all on the matrix units
 
 
-@pytest.mark.parametrize("value", [["int3"], "int8", [""]])
-def test_a_bad_matrix_dtype_list_is_refused_naming_the_field(db, value):
+@pytest.mark.parametrize("value, says", [(["int3"], "Unknown weight dtypes: int3"), (5, "A list"), ({"a": 1}, "A list"), ([""], "A list")])
+def test_a_bad_matrix_dtype_list_is_refused_naming_the_field(db, value, says):
     import datetime as dt
 
     from django.core.exceptions import ValidationError
@@ -144,4 +145,4 @@ def test_a_bad_matrix_dtype_list_is_refused_naming_the_field(db, value):
                            as_of=dt.date(2026, 12, 1))  # fmt: skip
     with pytest.raises(ValidationError) as err:
         engine.full_clean()
-    assert "cpu_matrix_dtypes" in err.value.message_dict
+    assert says in err.value.message_dict["cpu_matrix_dtypes"][0]

@@ -117,7 +117,7 @@ def test_a_profile_that_does_not_transfer_keeps_to_its_chips():
     assert dataclasses.replace(profile, transfers=True).speaks_for("b")
 
 
-def test_a_row_names_the_engine_it_ran_on_and_an_unknown_one_is_not_predicted(catalog, tmp_path):
+def test_a_row_names_the_engine_it_ran_on_and_one_that_cannot_run_it_is_not_predicted(catalog, tmp_path):
     from planner.accuracy import accuracy_report
 
     header = OTHER_CHIPS.open(newline="").readline().strip()
@@ -125,9 +125,12 @@ def test_a_row_names_the_engine_it_ran_on_and_an_unknown_one_is_not_predicted(ca
     row = ("x,llama-3.2-3b,intel-xeon-6980p,1,,bf16,,1,1024,1,ar,,ttft_s,1.66,llama.cpp,src,,,{engine}")
     csv_path = tmp_path / "rows.csv"
     csv_path.write_text("\n".join([header, row.format(engine="llama-cpp"), row.format(engine="").replace("x,", "y,", 1),
-                                   row.format(engine="no-such-engine").replace("x,", "z,", 1)]) + "\n")  # fmt: skip
+                                   row.format(engine="no-such-engine").replace("x,", "z,", 1),
+                                   row.format(engine="TensorRT-LLM").replace("x,", "w,", 1)]) + "\n")  # fmt: skip
     report = accuracy_report(csv_path=csv_path, use_calibration=False)
     predicted = {r["id"]: r["predicted"] for r in report["rows"]}
     # llama.cpp keeps bf16 weights off AMX: the same prompt prefills at AVX-512's rate, 8x the AMX datasheet's time
     assert predicted["x"] > 4 * predicted["y"]
-    assert [u["id"] for u in report["unpredicted"]] == ["z"] and "no-such-engine" in report["unpredicted"][0]["reason"]
+    why = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert set(why) == {"z", "w"} and "no-such-engine" in why["z"]
+    assert "TensorRT-LLM runs on gpu chips" in why["w"]  # an engine that does not run on the row's chip

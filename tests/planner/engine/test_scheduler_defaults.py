@@ -60,7 +60,8 @@ def test_scheduler_defaults_out_of_range_are_refused():
 
 
 # llama.cpp on a CPU: ggml's AMX kernels take its quantised GGUF types only (ggml-cpu/amx/common.h); 16-bit weights run on AVX-512.
-LLAMA_CPP_LIKE = Scheduler(engine="llama.cpp", kv_memory_fraction=1.0, kv_memory_of_free=True, cpu_matrix_dtypes=("int8", "int4"))
+LLAMA_CPP_LIKE = Scheduler(engine="llama.cpp", kv_memory_fraction=1.0, kv_memory_of_free=True, cpu_matrix_dtypes=("int8", "int4"),
+                           cpu_matrix_experts=False)  # fmt: skip
 
 
 def _xeon() -> ChipSpec:
@@ -73,6 +74,9 @@ def test_an_engine_that_keeps_16_bit_weights_off_the_cpus_matrix_units_runs_them
     xeon = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
     assert xeon.math_peak_flops_per_s("bf16", "bf16") == pytest.approx(2 * 7.168e12)  # AVX512_BF16: 2 products a fp32 lane
     assert xeon.math_peak_flops_per_s("bf16", "int4") == pytest.approx(114.688e12)  # Q4 weights: AMX tiles
+    # a MoE model's experts off the tiles even in Q4: int8 dot products against Q8 activations, AVX512_VNNI's four a lane
+    assert xeon.math_peak_flops_per_s("bf16", "int4", experts=True) == pytest.approx(4 * 7.168e12)
+    assert xeon.math_peak_flops_per_s("bf16", "fp16") == pytest.approx(7.168e12)  # ggml's F16 kernels convert to fp32
     assert _xeon().math_peak_flops_per_s("bf16", "bf16") == pytest.approx(114.688e12)  # no engine named: the datasheet
     # A CPU without AMX (an EPYC: bf16 at twice fp32 already) and a GPU keep their peaks under the same engine.
     epyc = dataclasses.replace(epyc_9654(), scheduler=LLAMA_CPP_LIKE)
@@ -96,3 +100,19 @@ def test_on_a_xeon_a_16_bit_prefill_under_llama_cpp_takes_eight_times_the_amx_en
 def test_a_matrix_dtype_the_planner_does_not_know_is_refused():
     with pytest.raises(ValueError, match="cpu_matrix_dtypes"):
         Scheduler(engine="x", kv_memory_fraction=0.9, cpu_matrix_dtypes=("int3",))
+
+
+def test_under_llama_cpp_a_moe_models_experts_prefill_on_a_xeons_vector_units_and_the_estimate_says_so():
+    from .factories import mixtral_8x7b
+
+    model, workload = mixtral_8x7b(), Workload(prompt_tokens=4096, output_tokens=16)
+    amx = dataclasses.replace(_xeon(), scheduler=dataclasses.replace(LLAMA_CPP_LIKE, engine="SGLang", cpu_matrix_dtypes=None,
+                                                                      cpu_matrix_experts=True))  # fmt: skip
+    vector = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
+    # AMX's 16x fp32 against VNNI's 4x: the experts' GEMMs take four times as long; the dense ones stay on the tiles
+    assert on_vector.prefill.expert_compute_s == pytest.approx(4 * on_amx.prefill.expert_compute_s, rel=1e-6)
+    assert any("routed experts on xeon's vector units" in w for w in on_vector.warnings)
+    assert not any("vector units" in w for w in on_amx.warnings)
+    dense = estimate(llama_3_1_8b(), Deployment(chip=vector, weight_dtype="int4"), workload, batch=1)
+    assert not any("routed experts" in w for w in dense.warnings)  # said only of a MoE model
