@@ -104,7 +104,7 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _f("max_concurrency", "sequences", "sequences the KV cache holds, all replicas", kind="int", group="memory"),
     # Utilisation, power, energy.
     _f("mfu", "", "achieved FLOP/s / dense peak of the compute dtype (decode; on a CPU, of the units the serving engine multiplies the "
-       "weights on)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
+       "dense weights on, though a MoE model's experts may run on slower ones)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
     _f("mbu", "", "achieved bytes/s / peak memory bandwidth (decode)", nullable=True, label="MBU", format="percent", validated=True, csv="mbu"),
     _f("power_w_per_chip", "W", "modelled draw per chip at this operating point", nullable=True),
     _f("energy_per_output_token_j", "J", "energy per output token at the modelled draw", nullable=True, csv="energy_per_output_token_j"),
@@ -168,7 +168,8 @@ PHASE_FIELDS: tuple[ResultField, ...] = (
     _f("bytes_per_chip", "B", "bytes one chip moves"),
     _f("compute_s", "s", "FLOPs at the efficiency-scaled peak (critical path)"),
     _f("memory_s", "s", "bytes at the efficiency-scaled bandwidth (critical path)"),
-    _f("expert_compute_s", "s", "of compute_s, the routed experts' GEMMs (at expert_efficiency of the dense share; 0 for a dense model)"),
+    _f("expert_compute_s", "s", "of compute_s, the routed experts' GEMMs (at expert_efficiency of the dense share, at the experts' own peak: "
+       "on a CPU, of the units the serving engine runs them on; 0 for a dense model)"),
     _f("comm_s", "s", "tensor- and pipeline-parallel communication"),
     _f("overhead_s", "s", "fixed cost per forward (launches, scheduler, sampling)"),
     _f("time_s", "s", "the forward's time"),

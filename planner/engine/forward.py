@@ -116,6 +116,7 @@ def forward_cost(
     attention_flops_per_pair: float | None = None,
     weight_bytes_per_param: np.ndarray | None = None,
     peak_flops_per_s: np.ndarray | None = None,
+    expert_peak_flops_per_s: np.ndarray | None = None,
     flop_scale: float = 1.0,
     extra_overhead_s: np.ndarray | float = 0.0,
     logit_tokens: np.ndarray | float | None = None,
@@ -125,7 +126,8 @@ def forward_cost(
     reads `kv_read_tokens` cached tokens and writes `kv_write_tokens`.
 
     `flop_scale` < 1 skips work on positions (FOCUS); weights are still read.
-    The draft model of speculative decoding passes its own dtype and peak.
+    The draft model of speculative decoding passes its own dtype and peaks (`expert_peak_flops_per_s`: its routed
+    experts'; `peak_flops_per_s` alone stands for both).
     `logit_tokens`: positions per sequence whose logits the LM head computes (None: every new one, as
     a decode, a verify or a diffusion block needs; a prefill needs its last position's only).
     """
@@ -203,7 +205,8 @@ def forward_cost(
     compute_stage = (flops - attention_flops - expert_flops - sixteen_flops) / achieved_flops_per_s + (attention_flops + sixteen_flops) / attention_flops_per_s
     if model.is_moe:
         # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
-        expert_peak = hw.expert_peak_flops_per_s if peak_flops_per_s is None else np.minimum(hw.expert_peak_flops_per_s, peak)
+        own = peak if peak_flops_per_s is not None else hw.expert_peak_flops_per_s
+        expert_peak = own if expert_peak_flops_per_s is None else expert_peak_flops_per_s
         expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * hw.compute_fraction * np.maximum(expert_peak, 1e-30))
         compute_stage = compute_stage + expert_compute_stage
     else:  # a dense model: no experts' term, and no array spent on it

@@ -158,7 +158,8 @@ class Results:
         expert_peak = float(ctx.compute.expert_peak_flops_per_s[chip_i, w])
         if ctx.model.is_moe and expert_peak < float(ctx.compute.peak_flops_per_s[chip_i, w]):
             chip, compute_dtype = ctx.chips[chip_i], DTYPES[int(ctx.compute.compute_code[chip_i, w])]
-            out.append(vector_units_warning(chip, compute_dtype, DTYPES[w], expert_peak, experts=True))
+            if said := vector_units_warning(chip, compute_dtype, DTYPES[w], expert_peak, experts=True):
+                out.append(said)
         decoding = ctx.decodings[int(g.decoding_index[i])]
         out.extend(decoding.warnings(lambda dtype: ctx.compute.warnings[chip_i][DTYPES.index(dtype)]))
         if self.prefill_padded_tokens[i] > 0:

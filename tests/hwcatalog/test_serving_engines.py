@@ -130,6 +130,11 @@ def test_llama_cpp_runs_only_its_quantised_weights_on_a_cpus_matrix_units(catalo
     assert by_slug["llama-cpp"]["cpu_matrix_dtypes"] == ["int8", "int4"]  # Q8_0 and the 4-bit GGUF types (ggml-cpu/amx)
     assert by_slug["llama-cpp"]["cpu_matrix_experts"] is False  # its AMX kernels do not take MUL_MAT_ID
     assert by_slug["sglang"]["cpu_matrix_dtypes"] is None and by_slug["sglang"]["cpu_matrix_experts"]  # all on the matrix units
+    from hwcatalog.models import ServingEngine
+    from planner.catalog_specs import scheduler_spec
+
+    llama = scheduler_spec(ServingEngine.objects.get(slug="llama-cpp"))  # what estimates under it read
+    assert (llama.cpu_matrix_dtypes, llama.cpu_matrix_experts) == (("int8", "int4"), False)
 
 
 @pytest.mark.parametrize("value, says", [(["int3"], "Unknown weight dtypes: int3"), (5, "A list"), ({"a": 1}, "A list"), ([""], "A list")])

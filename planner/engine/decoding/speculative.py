@@ -60,15 +60,15 @@ class Speculative:
             default=DEFAULT_ACCEPTANCE_RATE, why_default=DEFAULT_ACCEPTANCE_SOURCE,
         )  # fmt: skip
 
-    def _draft_arrays(self, inputs: DecodeInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(peak FLOP/s, bytes per weight, no math path) of the draft's dtype per candidate."""
+    def _draft_arrays(self, inputs: DecodeInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(peak FLOP/s, its routed experts' peak, bytes per weight, no math path) of the draft's dtype per candidate."""
         hw, grid = inputs.hw, inputs.grid
         if self.draft_weight_dtype is None:
-            return hw.peak_flops_per_s, hw.weight_bytes_per_param, np.zeros(len(grid), dtype=bool)
+            return hw.peak_flops_per_s, hw.expert_peak_flops_per_s, hw.weight_bytes_per_param, np.zeros(len(grid), dtype=bool)
         code = DTYPE_CODE[self.draft_weight_dtype]
         compute = inputs.compute
-        peak = compute.peak_flops_per_s[grid.chip_index, code]
-        return peak, np.full(len(grid), DTYPE_BYTES_ARRAY[code]), compute.compute_code[grid.chip_index, code] < 0
+        peak, expert_peak = compute.peak_flops_per_s[grid.chip_index, code], compute.expert_peak_flops_per_s[grid.chip_index, code]
+        return peak, expert_peak, np.full(len(grid), DTYPE_BYTES_ARRAY[code]), compute.compute_code[grid.chip_index, code] < 0
 
     def decode(self, inputs: DecodeInputs) -> DecodeOutcome:
         """A cycle = k draft decode steps + one target forward verifying k+1 tokens.
@@ -77,7 +77,7 @@ class Speculative:
         one step (Leviathan's thm 3.8 assumption), so it grows past the ridge.
         """
         hw, workload = inputs.hw, inputs.workload
-        draft_peak, draft_beta, draft_no_math = self._draft_arrays(inputs)
+        draft_peak, draft_expert_peak, draft_beta, draft_no_math = self._draft_arrays(inputs)
         k = self.draft_tokens
         alpha, _ = self.acceptance()
         tau = expected_tokens_per_step(alpha, k)
@@ -87,7 +87,7 @@ class Speculative:
         draft = forward_cost(
             self.draft, hw, sequences=b, new_tokens=1.0, attention_pairs=att.attended_positions(context),
             kv_read_tokens=att.kv_read_tokens(context), kv_write_tokens=1.0, weight_bytes_per_param=draft_beta,
-            peak_flops_per_s=draft_peak,
+            peak_flops_per_s=draft_peak, expert_peak_flops_per_s=draft_expert_peak,
         )  # fmt: skip
         # The draft is sharded like the target and keeps its own cache (Leviathan et al.).
         resident = (ResidentModel(model=self.draft, weight_bytes_per_param=draft_beta),)
