@@ -95,7 +95,8 @@ def compute_table(chips: Sequence[ChipSpec]) -> ComputeTable:
                 codes[i, j] = DTYPE_CODE[choice.compute_dtype]
                 peaks[i, j] = chip.math_peak_flops_per_s(choice.compute_dtype, weight_dtype)
                 expert_peaks[i, j] = chip.math_peak_flops_per_s(choice.compute_dtype, weight_dtype, experts=True)
-                warning = _joined(warning, vector_units_warning(chip, choice.compute_dtype, weight_dtype, peaks[i, j]))
+                said = (warning, vector_units_warning(chip, choice.compute_dtype, weight_dtype, peaks[i, j]))
+                warning = "; ".join(w for w in said if w) or None
             row.append(warning)
         warnings.append(tuple(row))
     return ComputeTable(compute_code=codes, peak_flops_per_s=peaks, expert_peak_flops_per_s=expert_peaks, warnings=tuple(warnings))
@@ -111,8 +112,3 @@ def vector_units_warning(chip: ChipSpec, compute_dtype: str, weight_dtype: str, 
     what = "a MoE model's routed experts" if experts else f"{weight_dtype} weights' GEMMs"
     return (f"{engine} runs {what} on {chip.slug}'s vector units, not its matrix units: {peak / 1e12:.3g} TFLOP/s, "
             f"not the datasheet's {datasheet / 1e12:.3g}")  # fmt: skip
-
-
-def _joined(*warnings: str | None) -> str | None:
-    said = [w for w in warnings if w]
-    return "; ".join(said) if said else None

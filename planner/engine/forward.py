@@ -205,9 +205,10 @@ def forward_cost(
     compute_stage = (flops - attention_flops - expert_flops - sixteen_flops) / achieved_flops_per_s + (attention_flops + sixteen_flops) / attention_flops_per_s
     if model.is_moe:
         # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
-        own = peak if peak_flops_per_s is not None else hw.expert_peak_flops_per_s
-        expert_peak = own if expert_peak_flops_per_s is None else expert_peak_flops_per_s
-        expert_compute_stage = busiest_expert_flops / (hw.expert_efficiency * hw.compute_fraction * np.maximum(expert_peak, 1e-30))
+        if expert_peak_flops_per_s is None:  # a draft's own peak alone stands for its experts' too
+            expert_peak_flops_per_s = hw.expert_peak_flops_per_s if peak_flops_per_s is None else peak
+        expert_flops_per_s = hw.expert_efficiency * hw.compute_fraction * np.maximum(expert_peak_flops_per_s, 1e-30)
+        expert_compute_stage = busiest_expert_flops / expert_flops_per_s
         compute_stage = compute_stage + expert_compute_stage
     else:  # a dense model: no experts' term, and no array spent on it
         expert_compute_stage = np.zeros(np.shape(flops))

@@ -9,7 +9,7 @@ import pytest
 from planner.engine import Deployment, Workload, estimate
 from planner.engine.specs import ChipSpec, Scheduler
 
-from .factories import epyc_9654, h100_sxm, llama_3_1_8b, llama_3_1_70b
+from .factories import epyc_9654, h100_sxm, llama_3_1_8b, llama_3_1_70b, mixtral_8x7b
 
 VLLM_LIKE = Scheduler(engine="vLLM", kv_memory_fraction=0.9)  # of the whole GPU
 TRT_LIKE = Scheduler(engine="TensorRT-LLM", kv_memory_fraction=0.9, kv_memory_of_free=True)  # of what the weights leave
@@ -62,6 +62,8 @@ def test_scheduler_defaults_out_of_range_are_refused():
 # llama.cpp on a CPU: ggml's AMX kernels take its quantised GGUF types only (ggml-cpu/amx/common.h); 16-bit weights run on AVX-512.
 LLAMA_CPP_LIKE = Scheduler(engine="llama.cpp", kv_memory_fraction=1.0, kv_memory_of_free=True, cpu_matrix_dtypes=("int8", "int4"),
                            cpu_matrix_experts=False)  # fmt: skip
+# An engine that runs every dtype and expert on a CPU's matrix units where it has them (SGLang's CPU backend: the catalog's default).
+AMX_LIKE = Scheduler(engine="SGLang", kv_memory_fraction=0.9)
 
 
 def _xeon() -> ChipSpec:
@@ -87,9 +89,7 @@ def test_an_engine_that_keeps_16_bit_weights_off_the_cpus_matrix_units_runs_them
 
 def test_on_a_xeon_a_16_bit_prefill_under_llama_cpp_takes_eight_times_the_amx_engines_compute():
     model, workload = llama_3_1_8b(), Workload(prompt_tokens=4096, output_tokens=16)
-    amx = dataclasses.replace(_xeon(), scheduler=dataclasses.replace(LLAMA_CPP_LIKE, engine="SGLang", cpu_matrix_dtypes=None,
-                                                                      cpu_matrix_experts=True))  # fmt: skip
-    vector = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    amx, vector = (dataclasses.replace(_xeon(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="bf16"), workload, batch=1) for c in (amx, vector))
     assert on_vector.prefill.compute_s == pytest.approx(8 * on_amx.prefill.compute_s, rel=1e-6)  # 16x fp32 against 2x
     assert any("llama.cpp runs bf16 weights' GEMMs on xeon's vector units" in w for w in on_vector.warnings)
@@ -106,12 +106,8 @@ def test_a_matrix_dtype_the_planner_does_not_know_is_refused():
 
 
 def test_under_llama_cpp_a_moe_models_experts_prefill_on_a_xeons_vector_units_and_the_estimate_says_so():
-    from .factories import mixtral_8x7b
-
     model, workload = mixtral_8x7b(), Workload(prompt_tokens=4096, output_tokens=16)
-    amx = dataclasses.replace(_xeon(), scheduler=dataclasses.replace(LLAMA_CPP_LIKE, engine="SGLang", cpu_matrix_dtypes=None,
-                                                                      cpu_matrix_experts=True))  # fmt: skip
-    vector = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    amx, vector = (dataclasses.replace(_xeon(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
     # AMX's 16x fp32 against VNNI's 4x: the experts' GEMMs take four times as long; the dense ones stay on the tiles
     assert on_vector.prefill.expert_compute_s == pytest.approx(4 * on_amx.prefill.expert_compute_s, rel=1e-6)
