@@ -130,7 +130,14 @@ def test_a_plan_naming_a_serving_engine_searches_the_chips_it_runs_on(catalog, t
     assert refused.status_code == 400 and "runs on NVIDIA gpu chips only" in refused.json()["serving_engine"][0]
 
 
-def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_scheduler_not_its_profile(catalog, token_client):
+def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_scheduler_not_its_profile(catalog, token_client, monkeypatch):
+    from planner import catalog_specs
+    from planner.engine.family_fit import FamilyProfile
+
+    # The AMD profile as it stood when only the MI300X was measured (it now speaks for every AMD GPU, fitted on two
+    # architectures): one chip's profile, its architecture's chips, and the rest at the spec defaults.
+    alone = FamilyProfile(compute_fraction=0.145, bandwidth_fraction=0.238, step_overhead_s=1.4e-3, values=43, chips=("amd-mi300x",))
+    monkeypatch.setattr(catalog_specs, "stored_family_profiles", lambda: {"AMD gpu": alone})
     body = {**CHAT_70B, "serving_engine": "vLLM", "hardware": {"vendors": ["AMD"], "kinds": ["gpu"]}}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201, response.json()
