@@ -24,6 +24,8 @@ from .parallel import largest_tensor_parallel
 from .specs import ChipSpec, ModelSpec, Workload
 
 METRICS = ("decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s", "tpot_s", "speedup_vs_ar")
+CLOSED_LOOP = "closed_loop"
+LOADS = (None, CLOSED_LOOP)
 
 
 def absolute_percentage_error(predicted: float, measured: float) -> float:
@@ -113,27 +115,54 @@ class MeasuredRow:
     notes: str = ""
     weight_format: str | None = None  # the optional column: the weights' stored format (Deployment.weight_format)
     serving_engine: str | None = None  # the optional column: the catalog serving engine the row ran on (its slug, name or alias)
+    # The optional columns of a serving benchmark: `load` "closed_loop" reads `batch` as the clients of a closed loop (each
+    # sends its next request when its last one ends, as a benchmark run at a maximum concurrency does), whose TTFT
+    # includes the wait behind the prompts sent with it; empty, a static batch. `requests`: the prompts the run sent in
+    # all, where its source states them (a closed loop's rounds: the share of them sent in step, serving.py).
+    load: str | None = None
+    requests: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.load not in LOADS:
+            raise ValueError(f"load {self.load!r} is not one of {', '.join(repr(v) for v in LOADS if v)} or empty")
+        if self.load == CLOSED_LOOP and not isinstance(self.batch, int):
+            raise ValueError(f"a closed loop needs its clients in `batch`, not {self.batch!r}")
+        if self.requests is not None and (self.load != CLOSED_LOOP or self.requests < 1):
+            raise ValueError("`requests` is a closed loop's count of prompts, at least 1")
+
+    @property
+    def in_step_share(self) -> float | None:
+        """A closed loop's share of requests sent in step (its first round: clients / requests), where stated."""
+        return min(float(self.batch) / self.requests, 1.0) if self.requests and isinstance(self.batch, int) else None
 
 
 def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
-    """Parse the measurements CSV (header first; extra columns ignored)."""
+    """Parse the measurements CSV (header first; extra columns ignored); a value it cannot read is a ValueError
+    naming its row."""
     rows = []
     for r in csv.DictReader(lines):
-        batch = r["batch"].strip()
-        rows.append(
-            MeasuredRow(
-                id=r["id"], model=r["model"], chip=r["chip"], chip_count=int(r["chip_count"]),
-                tensor_parallel=int(r["tensor_parallel"]) if r["tensor_parallel"].strip() else None,
-                weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"].strip() or None,
-                batch="max" if batch == "max" else int(batch), prompt_tokens=int(r["prompt_tokens"]),
-                output_tokens=int(r["output_tokens"]), decoding=r["decoding"],
-                decoding_params=json.loads(r["decoding_params"]) if r["decoding_params"].strip() else {},
-                metric=r["metric"], value=float(r["value"]), engine=r.get("engine", ""), source=r.get("source", ""),
-                notes=r.get("notes", ""), weight_format=(r.get("weight_format") or "").strip() or None,
-                serving_engine=(r.get("serving_engine") or "").strip() or None,
-            )
-        )  # fmt: skip
+        try:
+            rows.append(_measured_row(r))
+        except ValueError as exc:
+            raise ValueError(f"row {r.get('id') or '?'}: {exc}") from exc
     return rows
+
+
+def _measured_row(r: Mapping[str, str]) -> MeasuredRow:
+    batch = r["batch"].strip()
+    return MeasuredRow(
+        id=r["id"], model=r["model"], chip=r["chip"], chip_count=int(r["chip_count"]),
+        tensor_parallel=int(r["tensor_parallel"]) if r["tensor_parallel"].strip() else None,
+        weight_dtype=r["weight_dtype"], kv_dtype=r["kv_dtype"].strip() or None,
+        batch="max" if batch == "max" else int(batch), prompt_tokens=int(r["prompt_tokens"]),
+        output_tokens=int(r["output_tokens"]), decoding=r["decoding"],
+        decoding_params=json.loads(r["decoding_params"]) if r["decoding_params"].strip() else {},
+        metric=r["metric"], value=float(r["value"]), engine=r.get("engine", ""), source=r.get("source", ""),
+        notes=r.get("notes", ""), weight_format=(r.get("weight_format") or "").strip() or None,
+        serving_engine=(r.get("serving_engine") or "").strip() or None,
+        load=(r.get("load") or "").strip() or None,
+        requests=int(r["requests"]) if (r.get("requests") or "").strip() else None,
+    )  # fmt: skip
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:
@@ -171,6 +200,10 @@ def predict_row(
         decoding=decoding_from_params(row.decoding, row.decoding_params, draft),
     )  # fmt: skip
     workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens)
+    if row.load == CLOSED_LOOP:
+        workload = dataclasses.replace(workload, concurrency=row.batch, closed_loop=True)
+        if row.in_step_share is not None:
+            workload = dataclasses.replace(workload, in_step_share=row.in_step_share)
     # A measured run past the model's context (the Neuron benchmarks run Llama-2 over 8,192 positions of its
     # 4,096) is predicted as it ran: the limit guards answer quality, which a speed measurement does not judge.
     past = workload.context_tokens > model.max_context_tokens

@@ -270,7 +270,9 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
         (reasons.WEIGHTS_DONT_FIT, ~mem.weights_fit),
         (reasons.CONTEXT_TOO_LONG, np.full(len(grid), context_tokens > model.max_context_tokens)),
         (reasons.KV_DOESNT_FIT, hw.batch_per_replica > mem.max_concurrency_per_replica),
-        (reasons.OVERLOADED, serve.prefill_utilisation >= 1.0),
+        # A closed loop's clients wait for their answers, so its rate never outruns the prefill (one-token requests
+        # keep the prefill busy all the time: a utilisation of 1 that is not an overload).
+        (reasons.OVERLOADED, (serve.prefill_utilisation >= 1.0) & (not (workload.closed_loop and workload.concurrency))),
         (reasons.TTFT_SLO_MISSED, serve.ttft_s > (workload.ttft_slo_s or inf)),
         (reasons.TPOT_SLO_MISSED, serve.tpot_s > (workload.tpot_slo_s or inf)),
         (reasons.TOO_FEW_SLOTS, np.nan_to_num(serve.concurrency_needed, nan=0.0) > grid.batch),

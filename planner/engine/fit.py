@@ -134,28 +134,58 @@ def _start(p: Parts) -> np.ndarray:
                      float(np.median(p.step_overhead0)), 0.01, 0.9, 0.1, 1e-6])  # fmt: skip
 
 
+def _unevidenced(theta: np.ndarray, p: Parts) -> np.ndarray:
+    """Which of theta's parameters no value of p responds to (a mask over PARAMETERS), moved to either bound: an
+    engine's in-step share where every one of its loops is read in step, the experts' efficiency and the time per
+    routed expert where it ran no MoE model. Fitted, such a parameter would take whatever value the floating-point
+    noise of the machine favoured."""
+    base = surrogate(theta, p)
+
+    def unmoved(i: int) -> bool:
+        return all(np.array_equal(surrogate(np.where(np.arange(len(theta)) == i, bound[i], theta), p), base) for bound in (LOWER, UPPER))
+
+    return np.array([unmoved(i) for i in range(len(PARAMETERS))])
+
+
+def _held(starts: list[np.ndarray], groups: list[Parts], free_shared: bool) -> tuple[list[np.ndarray], np.ndarray]:
+    """The starts with every parameter no value responds to set to its spec default (NEUTRAL; else the start), and the
+    mask of the parameters left to fit in _fit's layout (each group's own, then the shared one where it is free)."""
+    held = [_unevidenced(start, group) for start, group in zip(starts, groups)]
+    shared_held = free_shared and all(h[SHARED] for h in held)  # no group responds to the time per routed expert
+    starts = [start.copy() for start in starts]
+    for start, h in zip(starts, held):
+        for i in np.flatnonzero(h & (OWN | shared_held)):
+            start[i] = NEUTRAL.get(PARAMETERS[i], start[i])
+    free = [~h[OWN] for h in held] + ([np.array([not shared_held])] if free_shared else [])
+    return starts, np.concatenate(free)
+
+
 def _fit(groups: list[Parts], shared: float | None) -> tuple[list[np.ndarray], float]:
     """Each group's own parameters and the shared one, minimising the robust loss of log(predicted /
-    measured) over every group's values at once; with `shared`, that one is held at the value."""
-    starts = [_start(g) for g in groups]
+    measured) over every group's values at once; with `shared`, that one is held at the value. A parameter
+    that none of its values responds to (_unevidenced) is held at its spec default, not fitted."""
     free_shared = shared is None
-    x0 = np.concatenate([s[OWN] for s in starts] + ([starts[0][[SHARED]]] if free_shared else []))
+    starts, free = _held([_start(g) for g in groups], groups, free_shared)
     lower = np.concatenate([LOWER[OWN]] * len(groups) + ([LOWER[[SHARED]]] if free_shared else []))
     upper = np.concatenate([UPPER[OWN]] * len(groups) + ([UPPER[[SHARED]]] if free_shared else []))
+    x0 = np.clip(np.concatenate([s[OWN] for s in starts] + ([starts[0][[SHARED]]] if free_shared else [])), lower, upper)
     own = int(OWN.sum())
 
-    def thetas(x: np.ndarray) -> list[np.ndarray]:
+    def thetas(x_free: np.ndarray) -> list[np.ndarray]:
+        x = x0.copy()
+        x[free] = x_free
         common = x[-1] if free_shared else shared
         return [np.insert(x[i * own:(i + 1) * own], SHARED, common) for i in range(len(groups))]
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.log(np.maximum(surrogate(t, g), 1e-12) / g.measured) for t, g in zip(thetas(x), groups)])
+    def residuals(x_free: np.ndarray) -> np.ndarray:
+        return np.concatenate([np.log(np.maximum(surrogate(t, g), 1e-12) / g.measured) for t, g in zip(thetas(x_free), groups)])
 
     # The parameters span five orders of magnitude (fractions near 1, seconds per routed expert near 1e-5): steps
-    # scaled by the Jacobian's columns (x_scale="jac") let the small ones move. With unit scaling the fit of the
-    # silicon file without DeepSeek stopped short of its optimum on one machine and not on another (TTFT with the
-    # family held out 46.4% against 44.1%); the whole file's fit is the same either way.
-    result = least_squares(residuals, np.clip(x0, lower, upper), bounds=(lower, upper), loss="soft_l1", f_scale=0.3, x_scale="jac")
+    # scaled by the Jacobian's columns (x_scale="jac") let the small ones move. Without DeepSeek, the silicon file's
+    # SGLang rows are all colocated, each loop read in step: nothing tells its in-step share, which had gone to
+    # 0.005 on a machine with AVX-512 and to 0.995 on one without (DeepSeek's TTFT held out 46.4% against 44.1%)
+    # until such a parameter was held at its default.
+    result = least_squares(residuals, x0[free], bounds=(lower[free], upper[free]), loss="soft_l1", f_scale=0.3, x_scale="jac")
     fitted = thetas(result.x)
     return fitted, float(fitted[0][SHARED])
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -63,7 +63,7 @@ class ErrorBand:
     high_log_ratio: float
     values: int
     serving: str = ANY  # COLOCATED | DISAGGREGATED | ANY (bands stored before the mode was kept are ANY)
-    pooled_from: str = ""  # set when the chip kind had too few values of its own and the band pools every kind's: why, in words
+    pooled_from: str = ""  # set when the chip kind had too few values of its own and the band pools other kinds': why, in words
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,7 +109,9 @@ def bands_from(rows: Iterable[Mapping], *, engines: bool = True, pooled: bool = 
 def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     """Bands of colocated predictions made with chip-family profiles, each architecture held out: rows with metric (a key
     of FIGURE_OF_MEASURED: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
-    fewer than MIN_VALUES values of a metric takes the band of every kind's values and says so (pooled_from).
+    fewer than MIN_VALUES values of a metric takes the band of the values of every kind that has too few of its own,
+    or of every kind's where those are too few together, and says so (pooled_from): a kind measured enough has its
+    own band and does not set the others' (74 of the 127 TTFTs of other_chips.csv are one TPU's).
     Each band is widened by half (UNKNOWN_WIDENING) about its centre: a chip's misses are its own (every value of
     one chip off the same way), so the quantiles of the other chips' errors are too narrow for it. Rebuilt
     without each chip of benchmarks/measurements/other_chips.csv in turn, the bare quantiles covered about 63% of
@@ -125,15 +127,22 @@ def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     kinds = sorted({kind for _metric, kind in ratios if kind != ANY})
     bands = []
     for metric in sorted({metric for metric, _kind in ratios}):
-        pooled = ratios[(metric, ANY)]
+        short = [kind for kind in kinds if len(ratios.get((metric, kind), [])) < MIN_VALUES]
+        spare = [v for kind in short for v in ratios.get((metric, kind), [])]
+        pooled, over = (spare, f"; pooled over the {_listed(short)} chips, each too few on its own") if len(spare) >= MIN_VALUES else (
+            ratios[(metric, ANY)], "")  # fmt: skip
         for kind in kinds:
             own = ratios.get((metric, kind), [])
-            values, note = (own, "") if len(own) >= MIN_VALUES else (pooled, f"too few on {kind} chips: {len(own)}")
+            values, note = (own, "") if len(own) >= MIN_VALUES else (pooled, f"too few on {kind} chips: {len(own)}{over}")
             low, high = np.quantile(values, [LOW_QUANTILE, HIGH_QUANTILE])
             centre, half = (low + high) / 2, UNKNOWN_WIDENING * (high - low) / 2
             bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=CHIP_FAMILY, serving=COLOCATED, low_log_ratio=float(centre - half),
                                    high_log_ratio=float(centre + half), values=len(values), pooled_from=note))  # fmt: skip
     return tuple(bands)
+
+
+def _listed(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _lookup(bands: Iterable[ErrorBand], metric: str, chip_kind: str, engine: str, serving: str,
@@ -202,7 +211,7 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
 def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
     if band.engine == CHIP_FAMILY:
-        kind = "chips of every kind" if band.pooled_from else kind
+        kind = ("chips of several kinds" if "pooled over" in band.pooled_from else "chips of every kind") if band.pooled_from else kind
         return f"{kind} measured outside the silicon file (chip-family profiles, each architecture held out)"
     scope = kind if band.engine == ANY else f"{kind} with {'every serving engine' if band.engine == FITTED else band.engine}"
     return scope if band.serving == ANY else f"{scope}, {band.serving}"

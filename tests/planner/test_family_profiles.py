@@ -36,17 +36,22 @@ def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold
     """docs/accuracy.md's figures (`manage.py accuracy benchmarks/measurements/other_chips.csv --cv`), with a margin."""
     call_command("accuracy", str(OTHER_CHIPS), "--cv", "--json")
     report = json.loads(capsys.readouterr().out)
-    assert report["summary"]["count"] >= 346 and report["spec_defaults"]["count"] == report["summary"]["count"]
-    assert report["spec_defaults"]["mdape"] <= 44.0  # 40.8% (346 rows, 2026-12-06)
-    assert report["summary"]["mdape"] <= 21.0  # in-sample, 17.5%
-    assert report["cv"]["chip"]["mdape"] <= 34.0 and report["cv"]["engine"]["mdape"] <= 27.0  # 30.5% and 23.8% (2026-12-06)
-    assert report["cv"]["architecture"]["mdape"] <= 40.0  # 36.8%: a new silicon generation, nothing of its kind measured
+    assert report["summary"]["count"] >= 418 and report["spec_defaults"]["count"] == report["summary"]["count"]
+    assert report["spec_defaults"]["mdape"] <= 52.0  # 48.3% (418 rows, 2026-12-06)
+    assert report["summary"]["mdape"] <= 21.0  # in-sample, 18.0%
+    assert report["cv"]["chip"]["mdape"] <= 40.0 and report["cv"]["engine"]["mdape"] <= 27.0  # 36.0% and 24.1% (2026-12-06)
+    assert report["cv"]["architecture"]["mdape"] <= 44.0  # 40.1%: a new silicon generation, nothing of its kind measured
     # The chips' 80% bands (uncertainty.chip_family_bands), rebuilt without each chip, cover its values (80% stored).
     assert 0.70 <= report["intervals"]["coverage_cv"]["architecture"] <= 0.90
     families = {p["family"]: p for p in report["fit"]["family_profiles"]}
     assert "NVIDIA gpu" not in families  # NVIDIA GPUs have the serving-engine profiles
     assert all(0.02 <= p["compute_fraction"] <= 0.95 and 0.05 <= p["bandwidth_fraction"] <= 0.95 for p in families.values())
     assert_doc_holds_the_tables("benchmarks/measurements/other_chips.csv", report)
+    # A serving benchmark run at a maximum concurrency is read as its closed loop (`load` closed_loop): more clients,
+    # a longer wait behind the prompts sent with each (llm-d's MI355X table measures 0.37, 0.87 and 1.20 s).
+    predicted = {r["id"]: r["predicted"] for r in report["rows"]}
+    waits = [predicted[f"mi355x-vllm-l33-70b-fp8-in4096-out4096-c{clients}-ttft"] for clients in (4, 16, 32)]
+    assert waits == sorted(waits) and waits[-1] > 1.5 * waits[0]
 
 
 def test_the_stored_family_profiles_are_what_the_documented_command_fits(catalog, capsys, tmp_path):
@@ -131,8 +136,8 @@ def test_a_row_names_the_engine_it_ran_on_and_one_that_cannot_run_it_is_not_pred
     from planner.accuracy import accuracy_report
 
     header = OTHER_CHIPS.open(newline="").readline().strip()
-    assert header.endswith(",serving_engine")
-    row = ("x,llama-3.2-3b,intel-xeon-6980p,1,,bf16,,1,1024,1,ar,,ttft_s,1.66,llama.cpp,src,,,{engine}")
+    assert header.endswith(",serving_engine,load,requests")
+    row = ("x,llama-3.2-3b,intel-xeon-6980p,1,,bf16,,1,1024,1,ar,,ttft_s,1.66,llama.cpp,src,,,{engine},,")
     csv_path = tmp_path / "rows.csv"
     csv_path.write_text("\n".join([header, row.format(engine="llama-cpp"), row.format(engine="").replace("x,", "y,", 1),
                                    row.format(engine="no-such-engine").replace("x,", "z,", 1),

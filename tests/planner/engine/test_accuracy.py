@@ -136,3 +136,49 @@ def test_an_optional_weight_format_column_is_read_and_predicted_with():
 
     gguf = predict_row(row, llama_3_1_8b(), h100_sxm())
     assert gguf.memory.weights_bytes_per_chip == pytest.approx(llama_3_1_8b().total_params * 4.8944 / 8)
+
+
+def test_a_closed_loop_row_waits_behind_the_prompts_its_clients_send_with_it():
+    """A serving benchmark run at a maximum concurrency (`load` closed_loop) is a closed loop of that many clients:
+    its TTFT carries the wait behind the prompts sent with it, where a static batch's is one prefill."""
+    header = HEADER + ",load,requests"
+    line = "c,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,32,2048,256,ar,,ttft_s,1,vLLM,src,,{load},{requests}"
+    static = read_measurements([header, line.format(load="", requests="")])[0]
+    looped = read_measurements([header, line.format(load="closed_loop", requests="")])[0]
+    one_round = read_measurements([header, line.format(load="closed_loop", requests="32")])[0]
+    assert static.load is None and looped.load == "closed_loop" and one_round.requests == 32
+    assert looped.in_step_share is None and one_round.in_step_share == 1.0  # 32 clients sent 32 prompts: one wave
+    alone, queued, wave = (predict_row(r, llama_2_7b(), h100_sxm()) for r in (static, looped, one_round))
+    assert alone.queue_wait_s == 0.0 < queued.queue_wait_s < wave.queue_wait_s
+    assert alone.ttft_s < queued.ttft_s < wave.ttft_s
+    # The columns are optional: a file without them reads every row as a static batch.
+    assert read_measurements([HEADER, line.format(load="", requests="").rsplit(",", 2)[0]])[0].load is None
+
+
+@pytest.mark.parametrize(
+    ("batch", "load", "requests", "message"),
+    [
+        ("32", "open_loop", "", "load 'open_loop' is not one of 'closed_loop'"),
+        ("max", "closed_loop", "", "a closed loop needs its clients in `batch`"),
+        ("32", "", "100", "`requests` is a closed loop's count of prompts"),
+        ("32", "closed_loop", "0", "`requests` is a closed loop's count of prompts"),
+        ("32", "closed_loop", "many", "invalid literal for int() with base 10: 'many'"),
+    ],
+)
+def test_a_load_the_reader_cannot_read_is_refused_naming_the_row(batch, load, requests, message):
+    line = f"bad,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,{batch},128,128,ar,,ttft_s,1,vLLM,src,,{load},{requests}"
+    with pytest.raises(ValueError, match="row bad: ") as refused:
+        read_measurements([HEADER + ",load,requests", line])
+    assert message in str(refused.value)
+
+
+def test_a_closed_loop_of_one_token_requests_keeps_the_prefill_busy_without_overloading_it():
+    """Each client's request ends at its first token, so the prefill never rests; the clients wait for their answers, so
+    the loop cannot outrun it (an open loop at a rate the prefill cannot serve is refused)."""
+    workload = Workload(prompt_tokens=2048, output_tokens=1, concurrency=32, closed_loop=True)
+    looped = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), workload, batch=32)
+    alone = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=2048, output_tokens=1), batch=1)
+    assert looped.fits and not looped.reasons and looped.ttft_s > 10 * alone.ttft_s  # behind the other 31 prompts
+    rated = Workload(prompt_tokens=2048, output_tokens=1, request_rate_per_s=1e4)
+    overloaded = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), rated, batch=32)
+    assert overloaded.reasons == ("prefill alone cannot keep up with 10000 requests/s on 1 x nvidia-h100-sxm",)

@@ -88,6 +88,36 @@ def test_the_share_is_identified_by_the_values_whose_loops_can_drift_apart():
     assert waves == pytest.approx(surrogate(np.array([0.5, 0.6, 0.5e-3, 0.05, 0.7, 1.0, 8e-6]), p)[in_step_loop & (p.metric == "ttft_s")])
 
 
+def test_a_share_no_value_responds_to_is_held_at_its_default_not_left_to_the_machines_rounding():
+    # Every value of one engine read in step (all its loops colocated under a scheduler that runs prefills alone) and
+    # no MoE model among them: its in-step share and its experts' efficiency change none of its predictions, so the
+    # fit keeps their spec defaults (0.1, 1.0) wherever it starts and whatever the measurements, while the other
+    # engine, whose loops drift apart, fits its share.
+    p = _parts(n=80)
+    engines = np.array(["SGLang"] * 40 + ["vLLM"] * 40)
+    alone = engines == "SGLang"
+    p = Parts(**{**p.__dict__, "staggered": np.where(alone, p.in_step, p.staggered),
+                 "expert_layers": np.where(alone, 0.0, p.expert_layers),
+                 "decode_expert_compute_s": np.where(alone, 0.0, p.decode_expert_compute_s),
+                 "prefill_expert_compute_s": np.where(alone, 0.0, p.prefill_expert_compute_s)})  # fmt: skip
+    truth = np.array([0.5, 0.6, 0.5e-3, 0.05, 0.7, 0.3, 8e-6])
+    profiles = fit_profiles(Parts(**{**p.__dict__, "measured": surrogate(truth, p)}), engines)
+    assert profiles["SGLang"].in_step_share == 0.1 and profiles["SGLang"].expert_efficiency == 1.0
+    assert profiles["SGLang"].request_overhead_s == pytest.approx(0.05, rel=0.05)
+    assert profiles["vLLM"].in_step_share == pytest.approx(0.3, rel=0.05)
+    assert profiles["vLLM"].expert_efficiency == pytest.approx(0.7, rel=0.05)
+
+
+def test_the_time_per_routed_expert_is_held_at_zero_where_no_engine_ran_a_moe_model():
+    p = _parts(n=80)
+    dense = Parts(**{**p.__dict__, "expert_layers": np.zeros(80), "decode_expert_compute_s": np.zeros(80),
+                     "prefill_expert_compute_s": np.zeros(80)})  # fmt: skip
+    engines = np.array(["SGLang"] * 40 + ["vLLM"] * 40)
+    profiles = fit_profiles(Parts(**{**dense.__dict__, "measured": surrogate(np.array([0.5, 0.6, 0.5e-3, 0.05, 0.7, 0.3, 8e-6]), dense)}), engines)
+    assert {profile.request_overhead_per_expert_layer_s for profile in profiles.values()} == {0.0}
+    assert profiles["vLLM"].request_overhead_s == pytest.approx(0.05, rel=0.05)
+
+
 def test_an_engine_with_too_few_values_falls_back_to_the_pooled_profile():
     p = _parts()
     engines = np.array(["vLLM"] * 50 + ["SGLang"] * 10)

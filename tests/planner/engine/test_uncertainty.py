@@ -185,3 +185,20 @@ def test_the_stored_bands_cover_every_chip_kind_measured_outside_the_silicon_fil
     assert "--bands-other other_chips.csv" in stored.read_text()
     outside = {(b.metric, b.chip_kind) for b in load_bands(stored) if b.engine == "~"}
     assert outside == {(metric, kind) for metric in ("ttft_s", "tpot_s") for kind in ("cpu", "gpu", "other", "tpu")}
+
+
+def test_kinds_with_too_few_values_pool_their_own_errors_not_a_kind_measured_enough_to_have_a_band():
+    # 40 TPU values a wide 0.5x-2x apart, 20 CPU and 20 GPU values all on the mark: the CPU's and GPU's band pools the
+    # 40 of those two kinds (each too few alone), not the TPU's spread, which only the TPU's own band carries.
+    tpu = _measured("ttft_s", "tpu", np.array([0.5, 2.0] * 20))
+    few = _measured("ttft_s", "cpu", np.ones(20)) + _measured("ttft_s", "gpu", np.ones(20))
+    bands = {b.chip_kind: b for b in chip_family_bands(tpu + few)}
+    assert bands["cpu"].values == bands["gpu"].values == 40 and bands["tpu"].values == 40
+    assert bands["cpu"].low_log_ratio == pytest.approx(0.0) and bands["tpu"].high_log_ratio > 1.0
+    got = interval(1.0, "ttft_s", chip_kind="cpu", engine="*", bands=tuple(bands.values()), serving="colocated")
+    assert got.basis == ("40 held-out ttft_s errors on chips of several kinds measured outside the silicon file (chip-family profiles, "
+                         "each architecture held out) (too few on cpu chips: 20; pooled over the cpu and gpu chips, each too few on "
+                         "its own), widened by half")  # fmt: skip
+    # Too few together, the short kinds take every kind's values, as before.
+    sparse = {b.chip_kind: b for b in chip_family_bands(tpu + _measured("ttft_s", "cpu", np.ones(5)))}
+    assert sparse["cpu"].values == 45 and sparse["cpu"].pooled_from == "too few on cpu chips: 5"
