@@ -130,14 +130,11 @@ def test_a_plan_naming_a_serving_engine_searches_the_chips_it_runs_on(catalog, t
     assert refused.status_code == 400 and "runs on NVIDIA gpu chips only" in refused.json()["serving_engine"][0]
 
 
-def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_scheduler_not_its_profile(catalog, token_client, monkeypatch):
-    from planner import catalog_specs
-    from planner.engine.family_fit import FamilyProfile
-
-    # The AMD profile as it stood when only the MI300X was measured (it now speaks for every AMD GPU, fitted on two
-    # architectures): one chip's profile, its architecture's chips, and the rest at the spec defaults.
-    alone = FamilyProfile(compute_fraction=0.145, bandwidth_fraction=0.238, step_overhead_s=1.4e-3, values=43, chips=("amd-mi300x",))
-    monkeypatch.setattr(catalog_specs, "stored_family_profiles", lambda: {"AMD gpu": alone})
+def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_scheduler_not_its_profile(
+    catalog, token_client, amd_profile_of_the_mi300x_alone
+):
+    # The AMD profile as it stood when only the MI300X was measured: one chip's profile, its architecture's chips, and the
+    # rest at the spec defaults.
     body = {**CHAT_70B, "serving_engine": "vLLM", "hardware": {"vendors": ["AMD"], "kinds": ["gpu"]}}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201, response.json()
@@ -147,7 +144,8 @@ def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_schedul
     # vLLM's profile was fitted on NVIDIA GPUs: an AMD GPU keeps its own efficiency and the chip-family intervals, a chip of
     # the AMD profile's architecture (CDNA 3) that profile, another its spec defaults with vLLM's host-side costs.
     host = "spec defaults with vLLM's step and request overheads (its fitted serving-engine profile)"
-    assert {r["efficiency_source"] for r in rows if r["chip_slug"] in ("amd-mi300x", "amd-mi325x")} <= {
+    profiled = {r["efficiency_source"] for r in rows if r["chip_slug"] in ("amd-mi300x", "amd-mi325x")}
+    assert profiled and profiled <= {
         "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x)",
         "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x; the same CDNA 3 architecture as amd-mi300x)"}
     assert {r["efficiency_source"] for r in rows if r["chip_slug"] in ("amd-mi355x", "amd-mi250x", "amd-mi210")} == {host}

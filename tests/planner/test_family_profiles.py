@@ -101,13 +101,11 @@ def test_a_family_profile_speaks_for_its_chips_and_where_it_transfers(catalog, a
     assert _source(anonymous_client, "apple-m4-max").startswith("fitted chip-family profile (Apple other")
 
 
-def test_a_profile_fitted_on_one_chip_speaks_for_its_architecture_and_no_further(catalog, anonymous_client, monkeypatch):
-    from planner import catalog_specs
-
-    # As the AMD profile stood when the file measured the MI300X alone: one architecture, so it cannot show that it
-    # transfers. It speaks for the MI325X, which runs the MI300X's CDNA 3 kernels, and not for the MI355X (CDNA 4).
-    alone = FamilyProfile(compute_fraction=0.145, bandwidth_fraction=0.238, step_overhead_s=1.4e-3, values=43, chips=("amd-mi300x",))
-    monkeypatch.setattr(catalog_specs, "stored_family_profiles", lambda: {"AMD gpu": alone})
+def test_a_profile_fitted_on_one_chip_speaks_for_its_architecture_and_no_further(
+    catalog, anonymous_client, amd_profile_of_the_mi300x_alone
+):
+    # One architecture, so the profile cannot show that it transfers. It speaks for the MI325X, which runs the MI300X's
+    # CDNA 3 kernels, and not for the MI355X (CDNA 4).
     assert "the same CDNA 3 architecture as amd-mi300x" in _source(anonymous_client, "amd-mi325x")
     assert _source(anonymous_client, "amd-mi355x") == "spec defaults"
 
