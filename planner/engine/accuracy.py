@@ -133,7 +133,7 @@ class MeasuredRow:
     @property
     def in_step_share(self) -> float | None:
         """A closed loop's share of requests sent in step (its first round: clients / requests), where stated."""
-        return min(float(self.batch) / self.requests, 1.0) if self.requests and isinstance(self.batch, int) else None
+        return min(self.batch / self.requests, 1.0) if self.requests else None  # __post_init__: an int batch
 
 
 def read_measurements(lines: Iterable[str]) -> list[MeasuredRow]:
@@ -199,11 +199,9 @@ def predict_row(
         weight_format=row.weight_format, kv_dtype=row.kv_dtype or default_kv_dtype(row.weight_dtype, chip),
         decoding=decoding_from_params(row.decoding, row.decoding_params, draft),
     )  # fmt: skip
-    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens)
-    if row.load == CLOSED_LOOP:
-        workload = dataclasses.replace(workload, concurrency=row.batch, closed_loop=True)
-        if row.in_step_share is not None:
-            workload = dataclasses.replace(workload, in_step_share=row.in_step_share)
+    loop = {"concurrency": row.batch, "closed_loop": True} if row.load == CLOSED_LOOP else {}
+    share = {"in_step_share": row.in_step_share} if row.in_step_share is not None else {}
+    workload = Workload(prompt_tokens=row.prompt_tokens, output_tokens=row.output_tokens, **loop, **share)
     # A measured run past the model's context (the Neuron benchmarks run Llama-2 over 8,192 positions of its
     # 4,096) is predicted as it ran: the limit guards answer quality, which a speed measurement does not judge.
     past = workload.context_tokens > model.max_context_tokens

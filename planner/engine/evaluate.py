@@ -272,7 +272,7 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
         (reasons.KV_DOESNT_FIT, hw.batch_per_replica > mem.max_concurrency_per_replica),
         # A closed loop's clients wait for their answers, so its rate never outruns the prefill (one-token requests
         # keep the prefill busy all the time: a utilisation of 1 that is not an overload).
-        (reasons.OVERLOADED, (serve.prefill_utilisation >= 1.0) & (not (workload.closed_loop and workload.concurrency))),
+        (reasons.OVERLOADED, (serve.prefill_utilisation >= 1.0) & (not workload.looped)),
         (reasons.TTFT_SLO_MISSED, serve.ttft_s > (workload.ttft_slo_s or inf)),
         (reasons.TPOT_SLO_MISSED, serve.tpot_s > (workload.tpot_slo_s or inf)),
         (reasons.TOO_FEW_SLOTS, np.nan_to_num(serve.concurrency_needed, nan=0.0) > grid.batch),

@@ -394,6 +394,11 @@ class Workload:
             raise ValueError(f"in_step_share must lie in [0, 1], got {self.in_step_share}")
 
     @property
+    def looped(self) -> bool:
+        """A closed loop with its clients given: the rate follows from them (serving.py reads it so)."""
+        return bool(self.closed_loop and self.concurrency)
+
+    @property
     def context_tokens(self) -> int:
         """Tokens that must fit the model's context: the last generated token is never fed
         back, so P + G - 1 (TensorRT-LLM runs GPT-J at 2048 in + 1 out in a 2048 context)."""

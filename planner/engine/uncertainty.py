@@ -129,7 +129,7 @@ def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     for metric in sorted({metric for metric, _kind in ratios}):
         short = [kind for kind in kinds if len(ratios.get((metric, kind), [])) < MIN_VALUES]
         spare = [v for kind in short for v in ratios.get((metric, kind), [])]
-        pooled, over = (spare, f"; pooled over the {_listed(short)} chips, each too few on its own") if len(spare) >= MIN_VALUES else (
+        pooled, over = (spare, f"{POOLED_OVER}{_listed(short)} chips, each too few on its own") if len(spare) >= MIN_VALUES else (
             ratios[(metric, ANY)], "")  # fmt: skip
         for kind in kinds:
             own = ratios.get((metric, kind), [])
@@ -139,6 +139,10 @@ def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
             bands.append(ErrorBand(metric=metric, chip_kind=kind, engine=CHIP_FAMILY, serving=COLOCATED, low_log_ratio=float(centre - half),
                                    high_log_ratio=float(centre + half), values=len(values), pooled_from=note))  # fmt: skip
     return tuple(bands)
+
+
+# How chip_family_bands says a band pools the kinds that each have too few values (not every kind's).
+POOLED_OVER = "; pooled over the "
 
 
 def _listed(words: Sequence[str]) -> str:
@@ -211,7 +215,8 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
 def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
     if band.engine == CHIP_FAMILY:
-        kind = ("chips of several kinds" if "pooled over" in band.pooled_from else "chips of every kind") if band.pooled_from else kind
+        if band.pooled_from:
+            kind = "chips of several kinds" if POOLED_OVER in band.pooled_from else "chips of every kind"
         return f"{kind} measured outside the silicon file (chip-family profiles, each architecture held out)"
     scope = kind if band.engine == ANY else f"{kind} with {'every serving engine' if band.engine == FITTED else band.engine}"
     return scope if band.serving == ANY else f"{scope}, {band.serving}"

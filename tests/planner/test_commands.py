@@ -42,6 +42,14 @@ def test_the_accuracy_command_refuses_other_chips_bands_without_a_bands_file_or_
     assert not (tmp_path / "bands.json").exists()
 
 
+def test_the_accuracy_command_refuses_a_load_it_cannot_read_naming_the_row(catalog, tmp_path):
+    header = MEASURED_DEV.read_text().splitlines()[0] + ",load,requests"
+    path = tmp_path / "m.csv"
+    path.write_text(f"{header}\nr1,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,max,128,128,ar,,ttft_s,1,vLLM,src,,closed_loop,\n")
+    with pytest.raises(CommandError, match="row r1: a closed loop needs its clients in `batch`, not 'max'"):
+        call_command("accuracy", str(path))
+
+
 def test_accuracy_on_the_dev_set_has_a_median_error_under_twenty_percent(catalog, capsys):
     call_command("accuracy", str(MEASURED_DEV), "--json")
     report = json.loads(capsys.readouterr().out)
