@@ -20,7 +20,6 @@ catalog engine's defaults apply.
 from __future__ import annotations
 
 import csv
-import math
 import re
 import statistics
 from pathlib import Path
@@ -30,6 +29,7 @@ from hwcatalog.models import Chip, ModelArch
 from planner.accuracy import _by_name
 from planner.accuracy_tables import stats_cell
 from planner.engine import absolute_percentage_error, ratio_stats
+from planner.engine.accuracy import server_settings
 from planner import catalog_specs
 from planner.engine_profiles import profiled
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
@@ -148,18 +148,9 @@ def _dtype(published: str) -> str:
 
 
 def row_scheduler(row: dict[str, str]) -> SchedulerOptions:
-    """The scheduler knobs the row's benchmark set; the engine's defaults where the row leaves a column empty."""
-    def integer(name: str) -> int | None:
-        value = _float(row.get(name, ""))
-        if value is not None and not (math.isfinite(value) and value == int(value)):
-            raise ValueError(f"{name} {value:g} is not a whole number")
-        return int(value) if value is not None else None
-
-    alone = (row.get("prefill_alone") or "").strip().lower()
-    if alone not in ("", "true", "false"):
-        raise ValueError(f"prefill_alone {alone!r} is not true or false")
-    return SchedulerOptions(token_budget=integer("token_budget"), max_sequences=integer("max_sequences"),
-                            memory_fraction=_float(row.get("memory_fraction", "")), prefill_alone={"": None, "true": True, "false": False}[alone])  # fmt: skip
+    """The scheduler knobs the row's benchmark set; the engine's defaults where the row leaves a column empty (the
+    measurement format's server settings, read as they are there)."""
+    return server_settings(row)
 
 
 def _kv_dtype(row: dict[str, str]) -> str | None:

@@ -21,6 +21,7 @@ from .decoding import Decoding, Resolvers
 from .decoding import decoding_from_params as _method_from_params
 from .deployment import Deployment
 from .parallel import largest_tensor_parallel
+from .simulation.simulate import SchedulerOptions
 from .specs import ChipSpec, ModelSpec, Workload
 
 METRICS = ("decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s", "tpot_s", "speedup_vs_ar")
@@ -121,6 +122,9 @@ class MeasuredRow:
     # all, where its source states them (a closed loop's rounds: the share of them sent in step, serving.py).
     load: str | None = None
     requests: int | None = None
+    # The optional server-settings columns (`max_sequences`, `token_budget`, `memory_fraction`, `prefill_alone`, read by
+    # server_settings): what the run's server command set, over its engine's defaults (SchedulerOptions.configured).
+    server: SchedulerOptions = field(default_factory=SchedulerOptions)
 
     def __post_init__(self) -> None:
         if self.load not in LOADS:
@@ -161,8 +165,36 @@ def _measured_row(r: Mapping[str, str]) -> MeasuredRow:
         notes=r.get("notes", ""), weight_format=(r.get("weight_format") or "").strip() or None,
         serving_engine=(r.get("serving_engine") or "").strip() or None,
         load=(r.get("load") or "").strip() or None,
-        requests=int(r["requests"]) if (r.get("requests") or "").strip() else None,
+        requests=int(r["requests"]) if (r.get("requests") or "").strip() else None, server=server_settings(r),
     )  # fmt: skip
+
+
+SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "prefill_alone")
+
+
+def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
+    """The scheduler knobs a row's server command set (the optional columns SERVER_SETTINGS; each empty or absent
+    leaves the engine's default): SGLang's --max-running-requests, vLLM's --max-num-seqs and TensorRT-LLM's
+    --max_batch_size as `max_sequences`, the prompt tokens a step may take as `token_budget`, the engine's memory knob
+    under its own rule as `memory_fraction`, `prefill_alone` true or false (benchmarks/measurements/README.md)."""
+
+    def text(name: str) -> str:
+        return (r.get(name) or "").strip()
+
+    def whole(name: str) -> int | None:
+        if not (value := text(name)):
+            return None
+        number = float(value)
+        if not (math.isfinite(number) and number == int(number)):
+            raise ValueError(f"{name} {value!r} is not a whole number")
+        return int(number)
+
+    alone = text("prefill_alone").lower()
+    if alone not in ("", "true", "false"):
+        raise ValueError(f"prefill_alone {alone!r} is not true or false")
+    memory = text("memory_fraction")
+    return SchedulerOptions(max_sequences=whole("max_sequences"), token_budget=whole("token_budget"),
+                            memory_fraction=float(memory) if memory else None, prefill_alone={"": None, "true": True, "false": False}[alone])  # fmt: skip
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:
@@ -192,7 +224,9 @@ def predict_row(
     efficiency: Override | None = None,
     calibration: Calibration | None = None,
 ) -> Estimate:
-    """Estimate the configuration a measured row describes."""
+    """Estimate the configuration a measured row describes, under what its server command set (row.server) over the
+    scheduler `chip` carries (its serving engine's defaults, where the row names one)."""
+    chip = row.server.configured(chip)
     tp, pp = choose_layout(row, model, chip)
     deployment = Deployment(
         chip=chip, chip_count=row.chip_count, tensor_parallel=tp, pipeline_parallel=pp, weight_dtype=row.weight_dtype,

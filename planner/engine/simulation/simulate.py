@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..chips import policy_for
 from ..deployment import Deployment
 from ..efficiency import Calibration, Override
-from ..specs import ModelSpec, Scheduler, Workload
+from ..specs import ChipSpec, ModelSpec, Scheduler, Workload
 from ..units import KV_BLOCK_TOKENS
 from .disaggregated import kv_transfer_for, simulate_disaggregated_with_cost
 from .results import SimulationResult, Slos, summarise
@@ -47,17 +47,29 @@ class SchedulerOptions:
     def __post_init__(self) -> None:
         if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
             raise ValueError(f"memory_fraction must be in (0, 1], got {self.memory_fraction}")
+        for name in ("token_budget", "max_sequences"):
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
+        """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
+        named): the memory fraction and prefill mode, and with `caps` the batch cap and prefill token budget, which the
+        closed form reads off the scheduler (the simulator takes those two as its own arguments); unchanged where the
+        options keep the defaults."""
+        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone)]
+        if caps:
+            named += [("max_batch_sequences", self.max_sequences), ("prefill_token_budget", self.token_budget)]
+        changes = {name: value for name, value in named if value is not None}
+        if not changes:
+            return chip
+        scheduler = chip.scheduler or Scheduler(engine="", kv_memory_fraction=policy_for(chip).usable_memory_fraction)
+        return dataclasses.replace(chip, scheduler=dataclasses.replace(scheduler, **changes))
 
     def applied(self, deployment: Deployment) -> Deployment:
         """`deployment` with these options' memory fraction and prefill mode in its chip's serving-engine scheduler
-        (the chip kind's memory default where no engine is named); unchanged where they keep the defaults."""
-        changes = {name: value for name, value in (("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone))
-                   if value is not None}  # fmt: skip
-        if not changes:
-            return deployment
-        chip = deployment.chip
-        scheduler = chip.scheduler or Scheduler(engine="", kv_memory_fraction=policy_for(chip).usable_memory_fraction)
-        return dataclasses.replace(deployment, chip=dataclasses.replace(chip, scheduler=dataclasses.replace(scheduler, **changes)))
+        (configured); unchanged where they keep the defaults."""
+        chip = self.configured(deployment.chip, caps=False)
+        return deployment if chip is deployment.chip else dataclasses.replace(deployment, chip=chip)
 
 
 def simulate(

@@ -182,3 +182,54 @@ def test_a_closed_loop_of_one_token_requests_keeps_the_prefill_busy_without_over
     rated = Workload(prompt_tokens=2048, output_tokens=1, request_rate_per_s=1e4)
     overloaded = estimate(llama_2_7b(), Deployment(chip=h100_sxm()), rated, batch=32)
     assert overloaded.reasons == ("prefill alone cannot keep up with 10000 requests/s on 1 x nvidia-h100-sxm",)
+
+
+SETTINGS_HEADER = HEADER + ",load,requests,max_sequences,token_budget,memory_fraction,prefill_alone"
+
+
+def test_a_server_cap_below_the_clients_makes_them_wait_for_a_slot_and_decodes_fewer_at_a_time():
+    """A closed loop of 64 clients against a server that runs at most 16 requests (`max_sequences`, SGLang's
+    --max-running-requests): the other 48 wait for a slot, so TTFT grows by whole requests while each decode step
+    carries 16 sequences, not 64."""
+    line = "cap,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,64,1024,256,ar,,{metric},1,SGLang,src,,closed_loop,640,{cap},,,"
+    capped, free = (read_measurements([SETTINGS_HEADER, line.format(metric="ttft_s", cap=cap)])[0] for cap in ("16", ""))
+    assert capped.server.max_sequences == 16 and free.server.max_sequences is None
+    at_cap, uncapped = predict_row(capped, llama_2_7b(), h100_sxm()), predict_row(free, llama_2_7b(), h100_sxm())
+    assert at_cap.batch == 16 and uncapped.batch == 64
+    assert at_cap.tpot_s < uncapped.tpot_s
+    # By Little's law the 48 clients beyond the cap wait (64 - 16) / 16 = 3 requests' time in all, each request its
+    # prefill and 255 decode steps; the prompts' own queue behind one another adds a little.
+    one_request_s = at_cap.ttft_s - at_cap.queue_wait_s + 255 * at_cap.tpot_s
+    assert at_cap.queue_wait_s == pytest.approx(3 * one_request_s, rel=0.05)
+    assert at_cap.ttft_s > 50 * uncapped.ttft_s
+    assert any("the serving engine's batch cap" in w for w in at_cap.warnings)
+
+
+def test_the_server_settings_replace_only_what_they_name():
+    line = "s,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,8,1024,256,ar,,tpot_s,1,vLLM,src,,,,,{budget},{memory},{alone}"
+    row = read_measurements([SETTINGS_HEADER, line.format(budget="512", memory="0.5", alone="TRUE")])[0]
+    scheduler = row.server.configured(h100_sxm()).scheduler
+    assert (scheduler.prefill_token_budget, scheduler.kv_memory_fraction, scheduler.prefill_runs_alone) == (512, 0.5, True)
+    assert scheduler.max_batch_sequences is None  # not set: no cap, as on the chip without a serving engine
+    plain = read_measurements([SETTINGS_HEADER, line.format(budget="", memory="", alone="")])[0]
+    assert plain.server.configured(h100_sxm()) == h100_sxm()  # no setting: the chip as it was
+    # A smaller KV share holds fewer sequences.
+    half, whole = (predict_row(r, llama_2_7b(), h100_sxm()).memory for r in (row, plain))
+    assert half.usable_bytes_per_chip == pytest.approx(0.5 * 80e9) and half.max_concurrency < whole.max_concurrency
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("0,,,", "max_sequences must be at least 1"),
+        ("8.5,,,", "max_sequences '8.5' is not a whole number"),
+        (",-1,,", "token_budget must be at least 1"),
+        (",,1.5,", "memory_fraction must be in (0, 1]"),
+        (",,,sometimes", "prefill_alone 'sometimes' is not true or false"),
+    ],
+)
+def test_a_server_setting_the_reader_cannot_read_is_refused_naming_the_row(settings, message):
+    line = f"bad,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,8,128,128,ar,,ttft_s,1,vLLM,src,,closed_loop,,{settings}"
+    with pytest.raises(ValueError, match="row bad: ") as refused:
+        read_measurements([SETTINGS_HEADER, line])
+    assert message in str(refused.value)
