@@ -13,7 +13,7 @@ from planner import catalog_specs
 from planner.engine import method_names
 from planner.engine.padding import runs_any_tensor_parallel
 from planner.models import PLAN_TAGS_MAX
-from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, plan_simulation_check
+from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, ServerSettingsSerializer, plan_simulation_check
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
 
@@ -226,6 +226,11 @@ class EstimateInputSerializer(WorkloadSerializer):
     offering = SlugOf(Offering, required=False)
     disaggregated = serializers.BooleanField(default=False)
     serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP)
+    scheduler = ServerSettingsSerializer(
+        required=False,
+        help_text="What the server's command line sets over its engine's defaults (vLLM's --max-num-seqs, --max-num-batched-tokens, "
+                  "--gpu-memory-utilization and their equivalents): a batch above max_sequences does not fit, and the reason names the batch cap.",
+    )  # fmt: skip
 
     def validate(self, attrs):
         weight_format = attrs.get("weight_format")

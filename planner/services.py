@@ -40,6 +40,7 @@ from planner.engine.uncertainty import BAND_OF, interval, load_bands, serving_fo
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
+from planner.engine.simulation import SchedulerOptions
 from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_factors,
@@ -194,6 +195,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     engine = data.get("serving_engine")
     calibration = catalog_specs.calibrations_for([chip.slug])
     chip_spec, factors, engine_label = named_engine_setup(engine, chip, chip_spec, data["weight_dtype"], calibration)
+    chip_spec = SchedulerOptions(**data.get("scheduler", {})).configured(chip_spec)  # what the server's command line sets
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])

@@ -94,19 +94,26 @@ class PercentileSlosSerializer(StrictSerializer):
         return attrs
 
 
-class SchedulerSerializer(StrictSerializer):
-    """The serving engine's knobs under vLLM's meaning; absent: the chip's serving-engine defaults from the catalog."""
+class ServerSettingsSerializer(StrictSerializer):
+    """What a serving engine's command line sets that caps the batch a configuration may assume, under vLLM's meaning;
+    each absent: the chip's serving-engine default from the catalog (the chip kind's where no engine is named). An
+    estimate reads these three (SchedulerOptions.configured); a simulation's scheduler adds its own knobs."""
 
     token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, help_text="max_num_batched_tokens")
     max_sequences = serializers.IntegerField(min_value=1, max_value=100_000, required=False, help_text="max_num_seqs")
-    kv_block_tokens = serializers.IntegerField(min_value=1, max_value=1024, default=16, help_text="block_size")
-    prefix_caching = serializers.BooleanField(default=True, help_text="enable_prefix_caching")
     memory_fraction = serializers.FloatField(
         min_value=0.01, max_value=1.0, required=False,
         help_text="The engine's memory knob under its own rule: vLLM's gpu_memory_utilization and SGLang's mem_fraction_static "
                   "(of the chip's memory), TensorRT-LLM's free_gpu_memory_fraction (of what the weights and activations leave); with no serving "
                   "engine, of the chip's memory. Absent: the engine's default.",
     )  # fmt: skip
+
+
+class SchedulerSerializer(ServerSettingsSerializer):
+    """The serving engine's knobs under vLLM's meaning; absent: the chip's serving-engine defaults from the catalog."""
+
+    kv_block_tokens = serializers.IntegerField(min_value=1, max_value=1024, default=16, help_text="block_size")
+    prefix_caching = serializers.BooleanField(default=True, help_text="enable_prefix_caching")
     prefill_alone = serializers.BooleanField(
         required=False,
         help_text="Whether a step that prefills runs without the decodes (SGLang's default; vLLM's V0 scheduler with chunked "

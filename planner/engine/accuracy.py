@@ -181,20 +181,26 @@ def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
     def text(name: str) -> str:
         return (r.get(name) or "").strip()
 
-    def whole(name: str) -> int | None:
+    def number(name: str) -> float | None:
         if not (value := text(name)):
             return None
-        number = float(value)
-        if not (math.isfinite(number) and number == int(number)):
-            raise ValueError(f"{name} {value!r} is not a whole number")
-        return int(number)
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a number") from None
 
-    alone = text("prefill_alone").lower()
-    if alone not in ("", "true", "false"):
-        raise ValueError(f"prefill_alone {alone!r} is not true or false")
-    memory = text("memory_fraction")
+    def whole(name: str) -> int | None:
+        if (value := number(name)) is None:
+            return None
+        if not (math.isfinite(value) and value == int(value)):
+            raise ValueError(f"{name} {text(name)!r} is not a whole number")
+        return int(value)
+
+    alone = {"": None, "true": True, "false": False}.get(text("prefill_alone").lower(), "?")
+    if alone == "?":
+        raise ValueError(f"prefill_alone {text('prefill_alone')!r} is not true or false")
     return SchedulerOptions(max_sequences=whole("max_sequences"), token_budget=whole("token_budget"),
-                            memory_fraction=float(memory) if memory else None, prefill_alone={"": None, "true": True, "false": False}[alone])  # fmt: skip
+                            memory_fraction=number("memory_fraction"), prefill_alone=alone)  # fmt: skip
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:

@@ -111,7 +111,7 @@ def chip_family_bands(rows: Iterable[Mapping]) -> tuple[ErrorBand, ...]:
     of FIGURE_OF_MEASURED: tokens/s borrow TPOT's band inverted), chip_kind, measured and predicted. A chip kind with
     fewer than MIN_VALUES values of a metric takes the band of the values of every kind that has too few of its own,
     or of every kind's where those are too few together, and says so (pooled_from): a kind measured enough has its
-    own band and does not set the others' (74 of the 127 TTFTs of other_chips.csv are one TPU's).
+    own band and does not set the others' (74 of the 130 TTFTs of other_chips.csv are one TPU's).
     Each band is widened by half (UNKNOWN_WIDENING) about its centre: a chip's misses are its own (every value of
     one chip off the same way), so the quantiles of the other chips' errors are too narrow for it. Rebuilt
     without each chip of benchmarks/measurements/other_chips.csv in turn, the bare quantiles covered about 63% of

@@ -103,6 +103,9 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"offering": "aws-p5en-48xlarge-on-demand-us-east-1"}, "offering"),
         ({"serving_engine": "gpt-fast"}, "serving_engine"),
         ({"serving_engine": "TensorRT-LLM", "chip": "amd-mi300x"}, "serving_engine"),
+        ({"scheduler": {"max_sequences": 0}}, "scheduler"),
+        ({"scheduler": {"memory_fraction": 1.5}}, "scheduler"),
+        ({"scheduler": {"prefill_alone": True}}, "scheduler"),  # a simulation's knob: the closed form does not read it
             ({"serving_engine": "vLLM", "weight_dtype": "fp7"}, "weight_dtype"),
     ],
 )
@@ -210,3 +213,25 @@ def test_a_tp_that_does_not_divide_the_heads_is_refused_on_a_gpu_and_run_padded_
     )
     assert neuron.status_code == 200, neuron.json()
     assert neuron.json()["fits"] and neuron.json()["tensor_parallel"] == 12
+
+
+def test_the_servers_settings_cap_the_batch_and_the_memory_an_estimate_assumes(catalog, anonymous_client):
+    """A server started with --max-num-seqs 16 runs 16 sequences at a time: a batch of 64 does not fit it, and says so
+    (the batch cap named), where the engine's default of 1,024 holds it; one started with --gpu-memory-utilization 0.5
+    has half the chip for weights and KV cache."""
+    body = {**BASE, "batch": 64, "serving_engine": "vLLM"}
+    free = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    capped = anonymous_client.post("/api/v1/estimates/", {**body, "scheduler": {"max_sequences": 16}}, format="json").json()
+    assert free["feasible"] and free["memory"]["max_concurrency"] > 64
+    assert not capped["feasible"] and capped["memory"]["max_concurrency"] == 16 and "batch cap" in capped["reasons"][0]
+    within = anonymous_client.post("/api/v1/estimates/", {**body, "batch": 16, "scheduler": {"max_sequences": 16}}, format="json").json()
+    assert within["feasible"] and within["tpot_s"] < free["tpot_s"]
+    half = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 1, "scheduler": {"memory_fraction": 0.5}}, format="json").json()
+    whole = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 1}, format="json").json()
+    from hwcatalog.models import Chip
+    from planner import catalog_specs
+
+    capacity = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-h100-sxm")).memory_capacity_bytes
+    assert half["memory"]["usable_bytes_per_chip"] == pytest.approx(0.5 * capacity)
+    assert whole["memory"]["usable_bytes_per_chip"] > half["memory"]["usable_bytes_per_chip"]
+    assert half["memory"]["max_concurrency"] < whole["memory"]["max_concurrency"]

@@ -3,6 +3,7 @@ shipped, and applied only where they speak for a chip."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 from pathlib import Path
@@ -62,10 +63,9 @@ def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold
 def test_every_row_names_the_engine_it_ran_on_where_the_catalog_has_it():
     """`serving_engine` is empty only where the row's software is no catalog serving engine: Intel's Gaudi
     model-performance pages (optimum-habana static batches) and JetStream's experimental JAX framework."""
-    import csv
-
     with OTHER_CHIPS.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
+    assert sum(bool(r["serving_engine"]) for r in rows) == 388
     unnamed = {r["engine"] for r in rows if not r["serving_engine"]}
     assert unnamed == {"Intel Gaudi SW 1.18.0 (PyTorch 2.4.0)", "JetStream experimental JAX framework (mini_offline_benchmarking.py)"}
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from planner.engine import Deployment, Speculative, Workload, estimate
+from planner.engine.simulation import SchedulerOptions
+from planner.engine.specs import Scheduler
 from planner.engine.accuracy import (
     absolute_percentage_error,
     choose_layout,
@@ -213,6 +216,14 @@ def test_the_server_settings_replace_only_what_they_name():
     assert scheduler.max_batch_sequences is None  # not set: no cap, as on the chip without a serving engine
     plain = read_measurements([SETTINGS_HEADER, line.format(budget="", memory="", alone="")])[0]
     assert plain.server.configured(h100_sxm()) == h100_sxm()  # no setting: the chip as it was
+    # Over a serving engine's scheduler, a setting replaces that default and keeps the engine's others.
+    engine = dataclasses.replace(h100_sxm(), scheduler=Scheduler(engine="e", kv_memory_fraction=0.9, kv_memory_of_free=True,
+                                                                 max_batch_sequences=256, prefill_token_budget=8192))  # fmt: skip
+    budget_only = read_measurements([SETTINGS_HEADER, line.format(budget="512", memory="", alone="")])[0].server
+    assert budget_only.configured(engine).scheduler == dataclasses.replace(engine.scheduler, prefill_token_budget=512)
+    # The simulator takes the batch cap and the token budget as its own arguments: its path (caps=False) leaves them.
+    capped = SchedulerOptions(max_sequences=8, token_budget=512, memory_fraction=0.5)
+    assert capped.configured(engine, caps=False).scheduler == dataclasses.replace(engine.scheduler, kv_memory_fraction=0.5)
     # A smaller KV share holds fewer sequences.
     half, whole = (predict_row(r, llama_2_7b(), h100_sxm()).memory for r in (row, plain))
     assert half.usable_bytes_per_chip == pytest.approx(0.5 * 80e9) and half.max_concurrency < whole.max_concurrency
@@ -225,7 +236,9 @@ def test_the_server_settings_replace_only_what_they_name():
         ("8.5,,,", "max_sequences '8.5' is not a whole number"),
         (",-1,,", "token_budget must be at least 1"),
         (",,1.5,", "memory_fraction must be in (0, 1]"),
-        (",,,sometimes", "prefill_alone 'sometimes' is not true or false"),
+        (",,,Sometimes", "prefill_alone 'Sometimes' is not true or false"),
+        ("256k,,,", "max_sequences '256k' is not a number"),
+        (",,0.9x,", "memory_fraction '0.9x' is not a number"),
     ],
 )
 def test_a_server_setting_the_reader_cannot_read_is_refused_naming_the_row(settings, message):
