@@ -229,7 +229,9 @@ class EstimateInputSerializer(WorkloadSerializer):
     scheduler = ServerSettingsSerializer(
         required=False,
         help_text="What the server's command line sets over its engine's defaults (vLLM's --max-num-seqs, --max-num-batched-tokens, "
-                  "--gpu-memory-utilization and their equivalents): a batch above max_sequences does not fit, and the reason names the batch cap.",
+                  "--gpu-memory-utilization and their equivalents): a replica (an attention-DP rank) runs at most max_sequences, "
+                  "token_budget sizes the activation workspace and a closed loop's prefill chunks, memory_fraction the memory the "
+                  "weights and KV cache may take.",
     )  # fmt: skip
 
     def validate(self, attrs):

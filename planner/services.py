@@ -195,7 +195,8 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     engine = data.get("serving_engine")
     calibration = catalog_specs.calibrations_for([chip.slug])
     chip_spec, factors, engine_label = named_engine_setup(engine, chip, chip_spec, data["weight_dtype"], calibration)
-    chip_spec = SchedulerOptions(**data.get("scheduler", {})).configured(chip_spec)  # what the server's command line sets
+    server = SchedulerOptions(**data.get("scheduler", {}))
+    chip_spec = server.configured(chip_spec)  # what the server's command line sets
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
     offerings = [data["offering"]] if data.get("offering") else catalog_snapshot().offerings_by_chip.get(chip.slug, [])
@@ -238,7 +239,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     # A price older than 18 months is never used without saying so (hwcatalog/freshness.py).
     today = timezone.localdate()
     stale = [w for o in offerings if (w := stale_price_warning(offering_slug=o.slug, as_of=o.as_of, today=today))]
-    out["warnings"] = [*out.get("warnings", []), *stale]
+    out["warnings"] = [*out.get("warnings", []), *stale, *_memory_set_by(server, out)]
     out["chip_slug"] = chip.slug  # not the variant's
     out["tensor_parallel_chosen"] = "auto" if data["tensor_parallel"] == "auto" else "given"
     out["costs"] = costs
@@ -252,6 +253,16 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine if profiled(engine, chip) else None,
                                                       disaggregated=data["disaggregated"]))  # fmt: skip
     return out
+
+
+def _memory_set_by(server: SchedulerOptions, out: dict[str, Any]) -> list[str]:
+    """A memory fraction the request set is what its memory figures (and any reason that something does not fit) rest on:
+    say so, with the usable bytes it leaves."""
+    if server.memory_fraction is None:
+        return []
+    usable = (out.get("memory") or {}).get("usable_bytes_per_chip")
+    left = f": {usable / 1e9:.1f} GB usable per chip" if usable else ""
+    return [f"the memory is as scheduler.memory_fraction {server.memory_fraction:g} sets it{left}"]
 
 
 def _chips_for(hardware: dict[str, Any]) -> list[Chip]:

@@ -95,9 +95,9 @@ class PercentileSlosSerializer(StrictSerializer):
 
 
 class ServerSettingsSerializer(StrictSerializer):
-    """What a serving engine's command line sets that caps the batch a configuration may assume, under vLLM's meaning;
-    each absent: the chip's serving-engine default from the catalog (the chip kind's where no engine is named). An
-    estimate reads these three (SchedulerOptions.configured); a simulation's scheduler adds its own knobs."""
+    """What the serving engine's command line sets that bounds the batch a configuration may assume; each absent: the
+    engine's default from the catalog (the chip kind's where no engine is named). A simulation's scheduler takes these
+    and knobs of its own."""
 
     token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False, help_text="max_num_batched_tokens")
     max_sequences = serializers.IntegerField(min_value=1, max_value=100_000, required=False, help_text="max_num_seqs")

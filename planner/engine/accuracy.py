@@ -170,6 +170,7 @@ def _measured_row(r: Mapping[str, str]) -> MeasuredRow:
 
 
 SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "prefill_alone")
+PREFILL_ALONE = {"": None, "true": True, "false": False}  # the column's values, case aside
 
 
 def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
@@ -196,11 +197,11 @@ def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
             raise ValueError(f"{name} {text(name)!r} is not a whole number")
         return int(value)
 
-    alone = {"": None, "true": True, "false": False}.get(text("prefill_alone").lower(), "?")
-    if alone == "?":
-        raise ValueError(f"prefill_alone {text('prefill_alone')!r} is not true or false")
+    alone = text("prefill_alone")
+    if alone.lower() not in PREFILL_ALONE:
+        raise ValueError(f"prefill_alone {alone!r} is not true or false")
     return SchedulerOptions(max_sequences=whole("max_sequences"), token_budget=whole("token_budget"),
-                            memory_fraction=number("memory_fraction"), prefill_alone=alone)  # fmt: skip
+                            memory_fraction=number("memory_fraction"), prefill_alone=PREFILL_ALONE[alone.lower()])  # fmt: skip
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from hwcatalog.models import Chip
+from planner import catalog_specs
+
 BASE = {"model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "prompt_tokens": 1000, "output_tokens": 300}
 
 
@@ -103,16 +106,22 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"offering": "aws-p5en-48xlarge-on-demand-us-east-1"}, "offering"),
         ({"serving_engine": "gpt-fast"}, "serving_engine"),
         ({"serving_engine": "TensorRT-LLM", "chip": "amd-mi300x"}, "serving_engine"),
-        ({"scheduler": {"max_sequences": 0}}, "scheduler"),
-        ({"scheduler": {"memory_fraction": 1.5}}, "scheduler"),
-        ({"scheduler": {"prefill_alone": True}}, "scheduler"),  # a simulation's knob: the closed form does not read it
+        ({"scheduler": {"max_sequences": 0}}, "scheduler.max_sequences"),
+        ({"scheduler": {"memory_fraction": 1.5}}, "scheduler.memory_fraction"),
+        ({"scheduler": {"prefill_alone": True}}, "scheduler.prefill_alone"),  # a simulation's knob: the closed form does not read it
+        ({"scheduler": None}, "scheduler"),
+        ({"scheduler": []}, "scheduler"),
+        ({"scheduler": "x"}, "scheduler"),
             ({"serving_engine": "vLLM", "weight_dtype": "fp7"}, "weight_dtype"),
     ],
 )
 def test_bad_estimate_input_gets_400_naming_the_field(catalog, anonymous_client, change, field):
     response = anonymous_client.post("/api/v1/estimates/", {**BASE, **change}, format="json")
     assert response.status_code == 400, response.content
-    assert field in response.json()
+    named = response.json()
+    for key in field.split("."):  # a nested field is named under its parent
+        assert key in named, named
+        named = named[key]
 
 
 def test_missing_fields_and_malformed_json_get_400(catalog, anonymous_client):
@@ -216,22 +225,33 @@ def test_a_tp_that_does_not_divide_the_heads_is_refused_on_a_gpu_and_run_padded_
 
 
 def test_the_servers_settings_cap_the_batch_and_the_memory_an_estimate_assumes(catalog, anonymous_client):
-    """A server started with --max-num-seqs 16 runs 16 sequences at a time: a batch of 64 does not fit it, and says so
-    (the batch cap named), where the engine's default of 1,024 holds it; one started with --gpu-memory-utilization 0.5
-    has half the chip for weights and KV cache."""
+    """A server started with --max-num-seqs 16 runs 16 sequences at a time: a batch of 64 does not fit it, where the
+    engine's default of 1,024 holds it; one started with --gpu-memory-utilization 0.5 has half the chip for weights and
+    KV cache, and says so; --max-num-batched-tokens sizes the activation workspace an 8,192-token prompt reserves."""
     body = {**BASE, "batch": 64, "serving_engine": "vLLM"}
     free = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
     capped = anonymous_client.post("/api/v1/estimates/", {**body, "scheduler": {"max_sequences": 16}}, format="json").json()
     assert free["feasible"] and free["memory"]["max_concurrency"] > 64
-    assert not capped["feasible"] and capped["memory"]["max_concurrency"] == 16 and "batch cap" in capped["reasons"][0]
+    assert not capped["feasible"] and capped["memory"]["max_concurrency"] == 16
     within = anonymous_client.post("/api/v1/estimates/", {**body, "batch": 16, "scheduler": {"max_sequences": 16}}, format="json").json()
     assert within["feasible"] and within["tpot_s"] < free["tpot_s"]
     half = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 1, "scheduler": {"memory_fraction": 0.5}}, format="json").json()
     whole = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 1}, format="json").json()
-    from hwcatalog.models import Chip
-    from planner import catalog_specs
-
     capacity = catalog_specs.chip_spec(Chip.objects.get(slug="nvidia-h100-sxm")).memory_capacity_bytes
     assert half["memory"]["usable_bytes_per_chip"] == pytest.approx(0.5 * capacity)
     assert whole["memory"]["usable_bytes_per_chip"] > half["memory"]["usable_bytes_per_chip"]
     assert half["memory"]["max_concurrency"] < whole["memory"]["max_concurrency"]
+    assert any(w.startswith("the memory is as scheduler.memory_fraction 0.5 sets it: 42.8 GB usable") for w in half["warnings"])
+    long = {**BASE, "prompt_tokens": 8192, "batch": 1, "serving_engine": "vLLM"}
+    chunked, default = (anonymous_client.post("/api/v1/estimates/", {**long, **extra}, format="json").json()
+                        for extra in ({"scheduler": {"token_budget": 512}}, {}))  # fmt: skip
+    assert chunked["memory"]["activation_bytes_per_chip"] < default["memory"]["activation_bytes_per_chip"]
+
+
+def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():
+    from planner.simulation_serializers import SimulationInputSerializer
+    from planner.simulation_inputs import SchedulerSerializer
+
+    scheduler = SimulationInputSerializer().fields["scheduler"]
+    assert isinstance(scheduler, SchedulerSerializer)
+    assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "kv_block_tokens", "prefix_caching", "prefill_alone"}

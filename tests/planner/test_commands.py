@@ -20,6 +20,16 @@ def test_the_estimate_command_prints_a_readable_estimate_and_json(catalog, capsy
     assert json.loads(capsys.readouterr().out)["decode"]["bound"] == "memory"
 
 
+def test_the_estimate_command_takes_the_serving_engine_and_its_servers_settings(catalog, capsys):
+    args = ["--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "1000", "--output-tokens", "300", "--batch", "32",
+            "--serving-engine", "vLLM", "--json"]  # fmt: skip
+    call_command("estimate", *args, "--scheduler", '{"max_sequences": 16}')
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["serving_engine"] == "vLLM" and capped["memory"]["max_concurrency"] == 16 and not capped["feasible"]
+    with pytest.raises(CommandError, match="scheduler"):
+        call_command("estimate", *args, "--scheduler", '{"max_sequences": 0}')
+
+
 def test_the_estimate_command_names_a_bad_field(catalog):
     with pytest.raises(CommandError, match="tensor_parallel"):
         call_command("estimate", "--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "10",

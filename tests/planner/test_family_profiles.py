@@ -65,7 +65,6 @@ def test_every_row_names_the_engine_it_ran_on_where_the_catalog_has_it():
     model-performance pages (optimum-habana static batches) and JetStream's experimental JAX framework."""
     with OTHER_CHIPS.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert sum(bool(r["serving_engine"]) for r in rows) == 388
     unnamed = {r["engine"] for r in rows if not r["serving_engine"]}
     assert unnamed == {"Intel Gaudi SW 1.18.0 (PyTorch 2.4.0)", "JetStream experimental JAX framework (mini_offline_benchmarking.py)"}
 

@@ -25,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--batch", help='an integer, or "max" for the max-throughput point')
         parser.add_argument("--decoding", help='JSON, e.g. {"method":"speculative","draft_model":"llama-3.2-1b","acceptance_rate":0.8}')
         parser.add_argument("--offering")
+        parser.add_argument("--serving-engine", help="a catalog serving engine by slug, name or alias (GET /api/v1/engines/)")
+        parser.add_argument("--scheduler", help='JSON, what the server\'s command line sets, e.g. {"max_sequences":256,"memory_fraction":0.9}')
 
     def handle(self, *args, **options):
         data = {
@@ -32,10 +34,10 @@ class Command(BaseCommand):
             "tensor_parallel": options["tensor_parallel"],
             "weight_dtype": options["weight_dtype"], "disaggregated": options["disaggregated"], **workload_from(options),
         }  # fmt: skip
-        for key in ("pipeline_parallel", "kv_dtype", "batch", "offering"):
+        for key in ("pipeline_parallel", "kv_dtype", "batch", "offering", "serving_engine"):
             if options.get(key) is not None:
                 data[key] = options[key]
-        for key in ("decoding", "efficiency"):
+        for key in ("decoding", "efficiency", "scheduler"):
             value = parse_json(options.get(key), key)
             if value is not None:
                 data[key] = value
