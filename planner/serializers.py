@@ -316,6 +316,11 @@ class PlanInputSerializer(PlanLabelsSerializer):
         required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches the chips it runs on, at the weight dtypes it serves; "
         "a plan naming none tries each NVIDIA GPU under every engine with a fitted profile."
     )  # fmt: skip
+    scheduler = ServerSettingsSerializer(
+        required=False,
+        help_text="What the named serving_engine's command line sets over its defaults, as an estimate's scheduler takes it: every "
+                  "candidate runs under it. Needs serving_engine (each engine reads its memory fraction by its own rule).",
+    )  # fmt: skip
     pinned = serializers.BooleanField(default=False)
     rank_by = serializers.ChoiceField(
         choices=["expected", "pessimistic"], default="expected",
@@ -338,4 +343,6 @@ class PlanInputSerializer(PlanLabelsSerializer):
         for decoding in attrs["decodings"]:
             _check_decoding(model, decoding, field="decodings")
         attrs["hardware"] = attrs.get("hardware") or HardwareFilterSerializer().to_internal_value({})
+        if attrs.get("scheduler") and not attrs.get("serving_engine"):
+            raise serializers.ValidationError({"scheduler": "Name the serving_engine these settings are the command line of."})
         return attrs

@@ -408,6 +408,8 @@ def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
     calibration = catalog_specs.calibrations_for(chip_slugs)
     specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
                                                   catalog_specs.engine_schedulers(), named=bool(engine))  # fmt: skip
+    server = SchedulerOptions(**data.get("scheduler", {}))  # the named engine's command line, over its defaults
+    specs = [server.configured(s) for s in specs]
     model_spec = catalog_specs.model_spec(model)
     count = grid_size(grid_spec(model_spec, specs, workload, options))
     if count > MAX_PLAN_CANDIDATES:

@@ -185,3 +185,22 @@ def test_a_plan_searches_every_serving_engine_on_the_gpus_their_profiles_cover_u
     exported = token_client.get(f"/api/v1/plans/{plan['id']}/export.csv")
     header = next(csv.reader(io.StringIO(exported.content.decode())))
     assert "serving_engine" in header
+
+
+def test_a_plan_runs_its_named_engine_under_the_servers_settings(catalog, token_client):
+    """A server started with --max-num-seqs 8 runs at most 8 sequences a replica: no ranked row assumes more. The settings
+    are one engine's command line, so a plan that names no engine is refused them."""
+    body = {**CHAT_70B, "serving_engine": "vLLM", "hardware": {"chips": ["nvidia-h100-sxm"]}}
+    free = token_client.post("/api/v1/plans/", body, format="json")
+    capped = token_client.post("/api/v1/plans/", {**body, "scheduler": {"max_sequences": 8}}, format="json")
+    assert free.status_code == capped.status_code == 201, capped.json()
+
+    def per_replica(row):
+        return row["batch"] / (row["replicas"] * row.get("attention_data_parallel", 1))
+
+    assert any(per_replica(r) > 8 for r in free.json()["results"]["ranked"])
+    ranked = capped.json()["results"]["ranked"]
+    assert ranked and all(per_replica(r) <= 8 for r in ranked)
+    assert capped.json()["inputs"]["scheduler"] == {"max_sequences": 8}
+    refused = token_client.post("/api/v1/plans/", {**CHAT_70B, "scheduler": {"max_sequences": 8}}, format="json")
+    assert refused.status_code == 400 and "serving_engine" in refused.json()["scheduler"][0]
