@@ -186,3 +186,15 @@ def test_a_knee_basis_counts_every_rate_toward_the_plans_bound(catalog, token_cl
     body = {**SLO_PLAN, "simulation": {**SLO_PLAN["simulation"], "requests": 100, "top_n": 4, "sweep": {"rates_per_s": [1.0, 2.0, 4.0]}}}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 400 and "(1 + rates)" in str(response.json()["simulation"]["requests"])
+
+
+def test_a_plans_simulation_stage_runs_its_candidates_under_the_servers_settings(catalog, token_client):
+    """The stage simulates the very chip specs the search priced: a plan naming vLLM with --max-num-seqs 8 simulates
+    rows of at most 8 sequences a replica, and the simulations run (no candidate refused for its settings)."""
+    body = {**SLO_PLAN, "serving_engine": "vLLM", "scheduler": {"max_sequences": 8}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    plan = response.json()
+    assert plan["results"]["simulation"]["status"] == "done"
+    simulated = _stage_rows(plan)
+    assert simulated and all(r["batch"] / (r["replicas"] * r.get("attention_data_parallel", 1)) <= 8 for r in simulated)
