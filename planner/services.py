@@ -41,6 +41,7 @@ from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
 from planner.engine.simulation import SchedulerOptions
+from planner.simulation_inputs import scheduler_from
 from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_factors,
@@ -195,7 +196,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     engine = data.get("serving_engine")
     calibration = catalog_specs.calibrations_for([chip.slug])
     chip_spec, factors, engine_label = named_engine_setup(engine, chip, chip_spec, data["weight_dtype"], calibration)
-    server = SchedulerOptions(**data.get("scheduler", {}))
+    server = scheduler_from(data.get("scheduler"))
     chip_spec = server.configured(chip_spec)  # what the server's command line sets
     workload = _workload(data)
     decoding = decoding_spec(data["decoding"], model=model, output_tokens=workload.output_tokens)
@@ -408,7 +409,7 @@ def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
     calibration = catalog_specs.calibrations_for(chip_slugs)
     specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
                                                   catalog_specs.engine_schedulers(), named=bool(engine))  # fmt: skip
-    server = SchedulerOptions(**data.get("scheduler", {}))  # the named engine's command line, over its defaults
+    server = scheduler_from(data.get("scheduler"))  # the named engine's command line, over its defaults
     specs = [server.configured(s) for s in specs]
     model_spec = catalog_specs.model_spec(model)
     count = grid_size(grid_spec(model_spec, specs, workload, options))

@@ -169,13 +169,12 @@ def _measured_row(r: Mapping[str, str]) -> MeasuredRow:
     )  # fmt: skip
 
 
-SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "prefill_alone")
 PREFILL_ALONE = {"": None, "true": True, "false": False}  # the column's values, case aside
 
 
 def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
-    """The scheduler knobs a row's server command set (the optional columns SERVER_SETTINGS; each empty or absent
-    leaves the engine's default): SGLang's --max-running-requests, vLLM's --max-num-seqs and TensorRT-LLM's
+    """The scheduler knobs a row's server command set (the optional columns max_sequences, token_budget,
+    memory_fraction and prefill_alone; each empty or absent leaves the engine's default): SGLang's --max-running-requests, vLLM's --max-num-seqs and TensorRT-LLM's
     --max_batch_size as `max_sequences`, the prompt tokens a step may take as `token_budget`, the engine's memory knob
     under its own rule as `memory_fraction`, `prefill_alone` true or false (benchmarks/measurements/README.md)."""
 
