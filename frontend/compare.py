@@ -16,6 +16,7 @@ LABELS = {
     "workload.output_tokens": "Output tokens",
     "workload.concurrency": "Concurrent requests",
     "workload.request_rate_per_s": "Request rate",
+    "workload.closed_loop": "Closed loop",
     "workload.ttft_slo_s": "TTFT target",
     "workload.tpot_slo_s": "TPOT target",
     "hardware.kinds": "Chip kinds",

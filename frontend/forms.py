@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from hwcatalog.importers.config_file import ConfigFileError, read_config_file
+from planner.simulation_services import row_max_sequences
 
 # Workload presets: starting points a person edits. Latency targets follow common practice for
 # interactive serving (first token within ~0.5 s, >= 20 tokens/s per reader); offline batch
@@ -50,7 +51,7 @@ DECODING_FIELDS = {
     "block_diffusion": ("block_size", "steps_per_block"),
 }
 # Serializer field name -> form field name, where they differ.
-ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget"}
+ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget", "closed_loop": "concurrency"}
 # Errors on a whole group are shown at the top of its fieldset.
 GROUPS = ("workload", "hardware", "decodings")
 FORM_FIELDS = {
@@ -90,6 +91,8 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
     load = "request_rate_per_s" if post.get("load_kind") == "request_rate" else "concurrency"
     if _given(post.get(load)):
         workload[load] = post.get(load)
+    if post.get("load_kind") == "closed_loop":  # clients that send again when answered; those memory cannot hold queue
+        workload["closed_loop"] = True
     hardware: dict[str, Any] = {name: post.getlist(name) for name in HARDWARE_LISTS if post.getlist(name)}
     for name in ("max_chips", "ownership"):
         if _given(post.get(name)):
@@ -404,9 +407,9 @@ def _prefill_replicas(plan_inputs: Mapping[str, Any], row: Mapping[str, Any]) ->
 
 def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str, Any], *, plan_id: Any, rank: int,
                                  decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """The form prefilled with a plan's ranked row (its configuration, its batch as max_num_seqs, and the scheduler
+    """The form prefilled with a plan's ranked row (its configuration, its batch per replica as max_num_seqs, and the scheduler
     knobs of the plan's simulation stage, as the stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
-    rate (a plan sized by concurrency has none: the rate is left for the person to give) and its latency targets
+    rate (a plan sized by concurrency has none: the rate is left for the person to give; a colocated closed loop is one) and its latency targets
     as p95 SLOs (or the plan's own percentile SLOs)."""
     workload = plan_inputs.get("workload") or {}
     percentiles = plan_inputs.get("slo_percentiles") or {}
@@ -419,10 +422,13 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
         serving_engine=row.get("serving_engine") or "", offering=row.get("offering") or "",
         rate_per_s=workload.get("request_rate_per_s") or "", concurrency=workload.get("concurrency") or values["concurrency"],
         prompt_tokens=workload.get("prompt_tokens", values["prompt_tokens"]), output_tokens=workload.get("output_tokens", values["output_tokens"]),
-        max_sequences=scheduler.get("max_sequences") or row.get("batch") or "", memory_fraction=scheduler.get("memory_fraction", ""),
+        max_sequences=scheduler.get("max_sequences") or (row_max_sequences(row) if row.get("batch") else ""),
+        memory_fraction=scheduler.get("memory_fraction", ""),
         prefill_alone="" if alone is None else str(bool(alone)).lower(), prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
         decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
     )  # fmt: skip
+    if workload.get("closed_loop") and not plan_inputs.get("disaggregated"):  # the simulator loops colocated replicas only
+        values["arrivals"] = "closed_loop"
     for metric in ("ttft", "tpot"):
         asked = percentiles.get(metric)
         values[f"{metric}_p"] = asked["p"] if asked else SIMULATION_DEFAULT_PERCENTILE

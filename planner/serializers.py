@@ -141,6 +141,29 @@ class WorkloadSerializer(StrictSerializer):
     request_rate_per_s = serializers.FloatField(min_value=1e-6, max_value=1e7, required=False)
     ttft_slo_s = serializers.FloatField(min_value=1e-6, max_value=86_400, required=False)
     tpot_slo_s = serializers.FloatField(min_value=1e-6, max_value=3_600, required=False)
+    closed_loop = serializers.BooleanField(
+        required=False,
+        help_text="true: `concurrency` clients, each sending its next request when its last answer ends (a closed-loop benchmark, "
+                  "as vLLM's, SGLang's and TensorRT-LLM's serving benchmarks run): the rate follows from the clients, and clients "
+                  "the KV cache (or the serving engine's batch cap) cannot hold wait for a slot, a wait the TTFT includes, rather "
+                  "than the configuration being refused. Needs concurrency; takes no request_rate_per_s.",
+    )  # fmt: skip
+
+    def validate(self, attrs):
+        check_closed_loop(attrs)
+        return attrs
+
+
+def check_closed_loop(workload: dict) -> None:
+    """A closed loop is its clients: it needs their count, and its rate is theirs (no request_rate_per_s)."""
+    if not workload.get("closed_loop"):
+        return
+    if not workload.get("concurrency"):
+        raise serializers.ValidationError({"closed_loop": "A closed loop needs concurrency: the clients that send its requests."})
+    if workload.get("request_rate_per_s") is not None:
+        raise serializers.ValidationError(
+            {"request_rate_per_s": "A closed loop's rate follows from its clients; give concurrency alone, or closed_loop false."}
+        )
 
 
 def check_context(model: ModelArch, workload: dict) -> None:
@@ -235,6 +258,15 @@ class EstimateInputSerializer(WorkloadSerializer):
     )  # fmt: skip
 
     def validate(self, attrs):
+        attrs = super().validate(attrs)
+        batch = attrs.get("batch")
+        if attrs.get("closed_loop") and batch is not None:  # the clients are the batch, or more than it runs at once
+            if batch == "max":
+                raise serializers.ValidationError({"batch": "A closed loop runs its clients (or what memory holds); give a number of "
+                                                            "at most concurrency, or leave batch out."})  # fmt: skip
+            if batch > attrs["concurrency"]:
+                raise serializers.ValidationError({"batch": f"A closed loop of {attrs['concurrency']} clients runs at most "
+                                                            f"{attrs['concurrency']} sequences at once."})  # fmt: skip
         weight_format = attrs.get("weight_format")
         if weight_format and FORMAT_DTYPE[weight_format] != attrs["weight_dtype"]:
             raise serializers.ValidationError(

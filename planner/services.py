@@ -113,6 +113,7 @@ def _workload(data: dict[str, Any]) -> Workload:
         request_rate_per_s=data.get("request_rate_per_s"),
         ttft_slo_s=data.get("ttft_slo_s"),
         tpot_slo_s=data.get("tpot_slo_s"),
+        closed_loop=bool(data.get("closed_loop")),
     )
 
 

@@ -39,6 +39,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
     request_rate_per_s = None
     ttft_slo_s = None
     tpot_slo_s = None
+    closed_loop = None
     batch = None
     disaggregated = DisaggregatedSerializer(
         required=False, help_text="Simulate separate prefill and decode pools (open-loop arrivals or a trace only).",

@@ -458,6 +458,12 @@ def _stage_inputs(inputs: dict[str, Any]) -> tuple[SimulationWorkload, Slos, Sch
     return workload, slos_from(None, inputs.get("slo_percentiles")), scheduler_from(inputs["simulation"].get("scheduler"))
 
 
+def row_max_sequences(row: dict[str, Any]) -> int:
+    """A plan row's batch as its engine's max_num_seqs, which bounds each replica (the simulator's `max_sequences`): the
+    row's batch over its data-parallel replicas, rounded up as the planner shares it (hardware.batch_per_replica)."""
+    return max(math.ceil(int(row["batch"]) / max(int(row.get("replicas") or 1), 1)), 1)
+
+
 def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
     """One plan row simulated under the plan's simulation workload: its compact results, or {"error": why not}."""
     try:
@@ -469,7 +475,7 @@ def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any]
         if setup.prefill_replicas and workload.arrivals is not None and workload.arrivals.kind == "closed_loop":
             raise SimulationRefused("a closed loop couples the prefill and decode pools; give the stage an arrival rate (simulation.arrivals)")
         if options.max_sequences is None and row.get("batch"):  # the candidate's batch is its engine's max_num_seqs
-            options = dataclasses.replace(options, max_sequences=int(row["batch"]))
+            options = dataclasses.replace(options, max_sequences=row_max_sequences(row))
         result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
         out = result_json(result, setup=setup, slo_percentiles=inputs.get("slo_percentiles"), seconds=seconds, series=False)
         rates = (inputs["simulation"].get("sweep") or {}).get("rates_per_s")

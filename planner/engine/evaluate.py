@@ -3,6 +3,7 @@ expressions. Python loops run only over chips and decoding settings."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,15 @@ def evaluate(
         model=model, chips=chips, workload=workload, decodings=decodings, compute=compute,
         efficiency=efficiency_table(chips, calibration=calibration, override=efficiency), disaggregated=disaggregated,
     )  # fmt: skip
+    results = _evaluate_grid(context, grid)
+    if workload.looped:  # a closed loop's clients wait for a slot where memory holds fewer: run what it holds
+        held = admitted_batch(results)
+        if np.any(held != grid.batch):
+            results = _evaluate_grid(context, dataclasses.replace(grid, batch=held))
+    return results
+
+
+def _evaluate_grid(context: EvaluationContext, grid: CandidateGrid) -> Results:
     if len(grid) <= CHUNK_CANDIDATES:
         return _evaluate_chunk(context, grid)
     chunks = [
@@ -61,6 +71,18 @@ def evaluate(
         for start in range(0, len(grid), CHUNK_CANDIDATES)
     ]
     return concatenate_results(chunks, grid)
+
+
+def admitted_batch(results: Results) -> np.ndarray:
+    """The sequences each candidate runs at once when its batch is a closed loop's clients: the batch, or, where
+    the KV cache (or the serving engine's batch cap) holds fewer, what every replica holds. A continuous-batching
+    engine admits that many and queues the rest for a slot (issue 11: admission, not refusal); serving.py adds their
+    wait to TTFT. What memory holds does not depend on the batch (the KV cache per sequence and the prefill
+    workspace do not), so one evaluation reads it for every candidate."""
+    batch = results.grid.batch
+    held = np.asarray(results.max_concurrency, dtype=float)  # every replica's, a multiple of the replicas
+    over = (results.reason == reasons.KV_DOESNT_FIT) & (held >= 1.0) & (held < batch)
+    return np.where(over, np.minimum(held, batch), batch).astype(np.int64)
 
 
 def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
@@ -274,7 +296,8 @@ def _reasons(ctx, grid, hw, mem, serve, no_math) -> np.ndarray:
         # keep the prefill busy all the time: a utilisation of 1 that is not an overload).
         (reasons.OVERLOADED, (serve.prefill_utilisation >= 1.0) & (not workload.looped)),
         (reasons.TTFT_SLO_MISSED, serve.ttft_s > (workload.ttft_slo_s or inf)),
-        (reasons.TPOT_SLO_MISSED, serve.tpot_s > (workload.tpot_slo_s or inf)),
+        # A one-token answer has no time per output token to miss (vLLM's benchmark leaves its TPOT undefined).
+        (reasons.TPOT_SLO_MISSED, (serve.tpot_s > (workload.tpot_slo_s or inf)) & (workload.output_tokens > 1)),
         (reasons.TOO_FEW_SLOTS, np.nan_to_num(serve.concurrency_needed, nan=0.0) > grid.batch),
     ]
     reason = np.zeros(len(grid), dtype=np.int64)

@@ -71,6 +71,7 @@ class ReasonFacts:
     concurrency_needed: float
     node_size: int
     num_layers: int
+    closed_loop: bool = False  # the load is a closed loop's clients (Workload.looped)
 
 
 def reason_text(code: int, f: ReasonFacts) -> str:
@@ -106,6 +107,9 @@ def reason_text(code: int, f: ReasonFacts) -> str:
         return (
             f"batch {f.batch} does not fit: the KV cache (or the serving engine's batch cap) leaves room for "
             f"{f.max_concurrency} concurrent sequences on {f.chip_count} x {f.chip_slug} ({layout}); lower the batch or add chips"
+            # Clients that queue for a slot need one slot to queue for, and a rate of their own is an open loop.
+            + (", or give the load as a closed loop (workload closed_loop), whose clients wait for a slot"
+               if f.max_concurrency >= 1 and f.request_rate_per_s is None and not f.closed_loop else "")
         )
     if code == OVERLOADED:
         return f"prefill alone cannot keep up with {f.request_rate_per_s:g} requests/s on {f.chip_count} x {f.chip_slug}"

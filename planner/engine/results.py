@@ -142,6 +142,7 @@ class Results:
             concurrency_needed=float(self.concurrency_needed[i]),
             node_size=chip.node_size,
             num_layers=model.num_layers,
+            closed_loop=workload.looped,
         )
 
     def reason_text(self, i: int) -> str:
@@ -168,7 +169,19 @@ class Results:
                 f"{int(self.prefill_tokens[i])}-token bucket; the {int(self.prefill_padded_tokens[i])} padded tokens cost prefill compute"
             )
         out.extend(policy_for(ctx.chips[chip_i]).notes(ctx.chips[chip_i]))
+        if said := self.admission_note(i):
+            out.append(said)
         return tuple(out)
+
+    def admission_note(self, i: int) -> str | None:
+        """A closed loop with more clients than candidate i runs at once (evaluate.admitted_batch): who waits."""
+        workload, batch = self.context.workload, int(self.grid.batch[i])
+        if not workload.looped or batch >= workload.concurrency:
+            return None
+        why = ("all the KV cache (or the serving engine's batch cap) holds" if batch >= self.max_concurrency[i]
+               else "the batch given")  # fmt: skip
+        return (f"runs {batch} of the {workload.concurrency} clients' requests at once ({why}); the other "
+                f"{workload.concurrency - batch} wait for a slot, and the TTFT includes that wait")
 
     def efficiency_source(self, i: int) -> str:
         return self.context.efficiency.sources[int(self.grid.chip_index[i])][int(self.grid.weight_dtype[i])]

@@ -235,6 +235,11 @@ def serving_metrics(
             # wave's prefill.
             chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / prefill_token_budget), 1.0)
             wave = np.maximum(batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks) - prefill_one, 0.0)
+        # Little's law closes the loop: each admitted client's turn lasts admitted / X. Below the prefill's capacity the
+        # steady wait solves it already; at capacity (the rate held at what the prefill serves: one-token requests,
+        # say) the M/D/1 wait at the seen load falls short of it, and the clients' time in system is admitted / X.
+        base = prefill_one + first_token_extra_s + request_overhead_s + streamed
+        steady = np.maximum(steady, admitted / np.maximum(served, 1e-30) - base)
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
         wait = in_step_wait_s(steady, wave, in_step_share) + admission
         throughput = served * generated

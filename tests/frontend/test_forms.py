@@ -30,6 +30,11 @@ def test_payload_sends_the_request_rate_when_chosen_and_leaves_empty_fields_out(
     assert "decodings" not in payload and "budget_usd_per_million_output_tokens" not in payload
 
 
+def test_payload_sends_a_closed_loop_of_the_concurrent_clients_when_chosen():
+    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", load_kind="closed_loop", concurrency="64", request_rate_per_s="2"))
+    assert payload["workload"] == {"prompt_tokens": "10", "output_tokens": "5", "concurrency": "64", "closed_loop": True}
+
+
 def test_nested_errors_map_to_form_fields():
     errors = forms.form_errors({
         "workload": {"prompt_tokens": ["A valid integer is required."]},

@@ -122,3 +122,18 @@ def test_the_form_offers_every_serving_engine_and_a_chosen_one_narrows_the_plan(
     assert {r["serving_engine"] for r in plan.results["ranked"]} == {"vLLM"}
     errors = ui_client.post("/", {**CHAT_FORM, "serving_engine": "no-such-engine"}).content.decode()
     assert 'id="err-serving_engine"' in errors and Plan.objects.count() == 1
+
+
+def test_a_closed_loop_is_planned_from_the_form_and_its_page_says_who_waits(ui_client, dana, catalog):
+    """The form's third load kind: clients in a closed loop. The plan page names the loop, and a row that runs fewer of
+    its clients at once than there are says the others wait for a slot."""
+    looped = {**CHAT_FORM, "model": "llama-3.1-8b", "load_kind": "closed_loop", "concurrency": "512", "ttft_slo_s": "", "tpot_slo_s": "",
+              "max_chips": "1", "kinds": ["gpu"]}  # fmt: skip
+    response = ui_client.post("/", looped)
+    assert response.status_code == 302, response.context and response.context.get("errors")
+    plan = Plan.objects.get()
+    assert plan.inputs["workload"]["closed_loop"] is True
+    html = ui_client.get(response["Location"]).content.decode()
+    assert "512 clients in a closed loop" in html and "of the 512 clients at once; the others wait for a slot" in html
+    missing = ui_client.post("/", {**looped, "concurrency": ""})
+    assert missing.status_code == 200 and "A closed loop needs concurrency" in missing.context["errors"]["concurrency"][0]

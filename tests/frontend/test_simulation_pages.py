@@ -363,6 +363,9 @@ def test_a_plan_sized_by_concurrency_leaves_the_rate_to_give_and_a_disaggregated
     staged = {**inputs, "simulation": {"scheduler": {"memory_fraction": 0.85, "prefill_alone": False, "max_sequences": 32}}}
     values = forms.simulation_values_from_plan(staged, row, plan_id="p", rank=3)
     assert values["memory_fraction"] == 0.85 and values["prefill_alone"] == "false" and values["max_sequences"] == 32
+    looped = {**inputs, "disaggregated": False, "workload": {**inputs["workload"], "closed_loop": True}}
+    values = forms.simulation_values_from_plan(looped, row, plan_id="p", rank=3)
+    assert values["arrivals"] == "closed_loop" and values["concurrency"] == 64
 
 
 def test_the_payload_has_the_shape_the_simulations_api_takes():

@@ -112,6 +112,11 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"scheduler": None}, "scheduler"),
         ({"scheduler": []}, "scheduler"),
         ({"scheduler": "x"}, "scheduler"),
+        ({"closed_loop": True}, "closed_loop"),  # a closed loop is its clients: concurrency is needed
+        ({"closed_loop": True, "concurrency": 8, "request_rate_per_s": 2}, "request_rate_per_s"),
+        ({"closed_loop": True, "concurrency": 8, "batch": "max"}, "batch"),
+        ({"closed_loop": True, "concurrency": 8, "batch": 9}, "batch"),
+        ({"closed_loop": "sometimes", "concurrency": 8}, "closed_loop"),
             ({"serving_engine": "vLLM", "weight_dtype": "fp7"}, "weight_dtype"),
     ],
 )
@@ -246,6 +251,27 @@ def test_the_servers_settings_cap_the_batch_and_the_memory_an_estimate_assumes(c
     chunked, default = (anonymous_client.post("/api/v1/estimates/", {**long, **extra}, format="json").json()
                         for extra in ({"scheduler": {"token_budget": 512}}, {}))  # fmt: skip
     assert chunked["memory"]["activation_bytes_per_chip"] < default["memory"]["activation_bytes_per_chip"]
+
+
+def test_a_closed_loop_with_more_clients_than_memory_holds_queues_them_where_a_static_batch_is_refused(catalog, anonymous_client):
+    """256 clients of 8,000-token prompts on one H100 under vLLM: its KV cache holds 50 of them. As a batch, that is
+    refused; as a closed loop, as vLLM's serving benchmark runs one, 50 decode and 206 wait for a slot, and by Little's
+    law every client's turn lasts 256 / 50 requests' time, the wait in its TTFT."""
+    body = {**BASE, "prompt_tokens": 8000, "output_tokens": 1000, "concurrency": 256, "serving_engine": "vLLM"}
+    batch = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert not batch["feasible"] and "closed_loop" in batch["reasons"][0]
+    looped = anonymous_client.post("/api/v1/estimates/", {**body, "closed_loop": True}, format="json").json()
+    held = batch["memory"]["max_concurrency"]
+    assert looped["feasible"] and looped["batch"] == held < 256
+    assert f"runs {held} of the 256 clients' requests at once" in " ".join(looped["warnings"])
+    request_s = 256 / looped["output_tokens_per_s_total"] * 1000  # each client's turn: its wait, prefill and decode
+    served_s = looped["ttft_s"] - looped["queue_wait_s"] + 999 * looped["tpot_s"]
+    assert looped["ttft_s"] + 999 * looped["tpot_s"] == pytest.approx(request_s, rel=0.02)
+    assert looped["queue_wait_s"] == pytest.approx((256 - held) / held * served_s, rel=0.1)
+    assert looped["tpot_s"] < batch["tpot_s"]  # 50 sequences a step, not 256
+    fewer = anonymous_client.post("/api/v1/estimates/", {**body, "closed_loop": True, "concurrency": 32}, format="json").json()
+    assert fewer["batch"] == 32 and not any("clients' requests at once" in w for w in fewer["warnings"])
+    assert fewer["ttft_s"] < looped["ttft_s"] / 10
 
 
 def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():

@@ -204,3 +204,21 @@ def test_a_plan_runs_its_named_engine_under_the_servers_settings(catalog, token_
     assert capped.json()["inputs"]["scheduler"] == {"max_sequences": 8}
     refused = token_client.post("/api/v1/plans/", {**CHAT_70B, "scheduler": {"max_sequences": 8}}, format="json")
     assert refused.status_code == 400 and "serving_engine" in refused.json()["scheduler"][0]
+
+
+def test_a_closed_loop_plan_ranks_layouts_that_queue_the_clients_memory_cannot_hold(catalog, token_client):
+    """200 clients against servers that run at most 8 sequences a replica: as a batch, only layouts of 25 replicas
+    or more hold them; as a closed loop, smaller ones run 8 a replica and the rest wait for a slot, which the TTFT
+    carries and each row's warnings say."""
+    workload = {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 200}
+    body = {"model": "llama-3.1-70b", "workload": workload, "serving_engine": "vLLM", "scheduler": {"max_sequences": 8},
+            "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 16}}  # fmt: skip
+    batch = token_client.post("/api/v1/plans/", body, format="json")
+    looped = token_client.post("/api/v1/plans/", {**body, "workload": {**workload, "closed_loop": True}}, format="json")
+    assert batch.status_code == looped.status_code == 201, looped.json()
+    assert batch.json()["results"]["ranked"] == []  # 16 chips make at most 16 replicas of 8
+    ranked = looped.json()["results"]["ranked"]
+    assert ranked and all(r["batch"] == 8 * r["replicas"] < 200 for r in ranked)
+    assert all(f"of the 200 clients' requests at once" in " ".join(r["warnings"]) for r in ranked)
+    assert all(r["queue_wait_s"] > r["ttft_s"] / 2 for r in ranked)  # most of the first token's time is the wait
+    assert looped.json()["inputs"]["workload"]["closed_loop"] is True

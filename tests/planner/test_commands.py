@@ -30,6 +30,22 @@ def test_the_estimate_command_takes_the_serving_engine_and_its_servers_settings(
         call_command("estimate", *args, "--scheduler", '{"max_sequences": 0}')
 
 
+def test_the_estimate_and_plan_commands_take_a_closed_loop(catalog, capsys):
+    """--closed-loop: the clients the server's cap cannot hold wait for a slot, as POST /api/v1/estimates/ reads them."""
+    args = ["--model", "llama-3.1-8b", "--prompt-tokens", "1000", "--output-tokens", "300", "--concurrency", "32", "--closed-loop"]
+    call_command("estimate", *args, "--chip", "nvidia-h100-sxm", "--serving-engine", "vLLM", "--scheduler", '{"max_sequences": 16}')
+    out = capsys.readouterr().out
+    assert "feasible: True" in out and "batch 16" in out and "runs 16 of the 32 clients' requests at once" in out
+    with pytest.raises(CommandError, match="request_rate_per_s"):
+        call_command("estimate", *args, "--chip", "nvidia-h100-sxm", "--request-rate", "2")
+    call_command("plan", *args, "--chips", "nvidia-h100-sxm", "--max-chips", "1", "--serving-engine", "vLLM", "--scheduler",
+                 '{"max_sequences": 8}', "--rank-by", "pessimistic", "--json")  # fmt: skip
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["inputs"]["workload"]["closed_loop"] is True and plan["inputs"]["scheduler"] == {"max_sequences": 8}
+    assert plan["inputs"]["serving_engine"] == "vLLM" and plan["inputs"]["rank_by"] == "pessimistic"
+    assert plan["results"]["ranked"] and all(r["batch"] <= 8 for r in plan["results"]["ranked"])
+
+
 def test_the_estimate_command_names_a_bad_field(catalog):
     with pytest.raises(CommandError, match="tensor_parallel"):
         call_command("estimate", "--model", "llama-3.1-8b", "--chip", "nvidia-h100-sxm", "--prompt-tokens", "10",

@@ -198,3 +198,26 @@ def test_a_plans_simulation_stage_runs_its_candidates_under_the_servers_settings
     assert plan["results"]["simulation"]["status"] == "done"
     simulated = _stage_rows(plan)
     assert simulated and all(r["batch"] / (r["replicas"] * r.get("attention_data_parallel", 1)) <= 8 for r in simulated)
+
+
+def test_the_stage_caps_each_simulated_replica_at_its_share_of_the_rows_batch(catalog, token_client, monkeypatch):
+    """A row of 16 sequences over two replicas is vLLM at --max-num-seqs 8 on each: the simulator, whose max_sequences
+    bounds one replica, is given 8, not the row's 16 (which let a capped plan's two-replica rows run 32 at once)."""
+    from planner import simulation_services
+
+    given: list[int] = []
+    simulate = simulation_services.simulate_setup
+
+    def recording(setup, workload, **kwargs):
+        given.append(kwargs["options"].max_sequences)
+        return simulate(setup, workload, **kwargs)
+
+    monkeypatch.setattr(simulation_services, "simulate_setup", recording)
+    body = {**SLO_PLAN, "serving_engine": "vLLM", "scheduler": {"max_sequences": 8}, "hardware": {**SLO_PLAN["hardware"], "weight_dtypes": ["fp8"]}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    simulated = _stage_rows(response.json())
+    assert any(r["replicas"] > 1 for r in simulated) and given and max(given) <= 8
+    assert simulation_services.row_max_sequences({"batch": 16, "replicas": 2}) == 8
+    assert simulation_services.row_max_sequences({"batch": 15, "replicas": 2}) == 8  # rounded up, as the planner shares it
+    assert simulation_services.row_max_sequences({"batch": 5}) == 5

@@ -16,6 +16,10 @@ def add_workload_arguments(parser) -> None:
     parser.add_argument("--output-tokens", type=int, required=True)
     parser.add_argument("--concurrency", type=int)
     parser.add_argument("--request-rate", type=float, help="requests per second")
+    parser.add_argument(
+        "--closed-loop", action="store_true",
+        help="--concurrency clients, each sending its next request when its last answer ends; clients memory cannot hold wait for a slot",
+    )  # fmt: skip
     parser.add_argument("--ttft-slo", type=float, help="seconds")
     parser.add_argument("--tpot-slo", type=float, help="seconds")
     parser.add_argument("--efficiency", help='JSON, e.g. {"compute_fraction":0.6,"bandwidth_fraction":0.8,"step_overhead_s":0.0003}')
@@ -26,7 +30,10 @@ def add_workload_arguments(parser) -> None:
 def workload_from(options: dict[str, Any]) -> dict[str, Any]:
     mapping = {"prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens", "concurrency": "concurrency",
                "request_rate": "request_rate_per_s", "ttft_slo": "ttft_slo_s", "tpot_slo": "tpot_slo_s"}  # fmt: skip
-    return {target: options[source] for source, target in mapping.items() if options.get(source) is not None}
+    workload = {target: options[source] for source, target in mapping.items() if options.get(source) is not None}
+    if options.get("closed_loop"):
+        workload["closed_loop"] = True
+    return workload
 
 
 def parse_json(value: str | None, name: str) -> Any:

@@ -28,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--weight-dtypes", help="comma-separated, e.g. bf16,fp8")
         parser.add_argument("--budget", type=float, help="max $ per 1M output tokens")
         parser.add_argument("--decoding", action="append", help="JSON decoding option; repeat for several")
+        parser.add_argument("--serving-engine", help="a catalog serving engine by slug, name or alias; unset: every engine with a fitted profile")
+        parser.add_argument("--scheduler", help='JSON, what the named engine\'s command line sets, e.g. {"max_sequences":256}')
+        parser.add_argument("--rank-by", choices=["expected", "pessimistic"], help="expected (default) or the high end of the 80% interval")
         parser.add_argument("--top", type=int, default=10)
         parser.add_argument("--name", help="a label for the stored plan")
         parser.add_argument("--tag", action="append", help="a tag for the stored plan; repeat for several")
@@ -44,6 +47,11 @@ class Command(BaseCommand):
             data["budget_usd_per_million_output_tokens"] = options["budget"]
         if options.get("efficiency"):
             data["efficiency"] = parse_json(options["efficiency"], "efficiency")
+        for key in ("serving_engine", "rank_by"):
+            if options.get(key) is not None:
+                data[key] = options[key]
+        if options.get("scheduler"):
+            data["scheduler"] = parse_json(options["scheduler"], "scheduler")
         if options.get("name") is not None:
             data["name"] = options["name"]
         if options.get("tag"):

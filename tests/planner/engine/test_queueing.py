@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,53 @@ def test_a_search_over_no_chips_is_empty_not_an_error():
 
     result = search(llama_3_1_8b(), [], {}, Workload(prompt_tokens=100, output_tokens=100, request_rate_per_s=5e6), SearchOptions())
     assert result.candidates == 0 and len(result.ranked) == 0 and result.infeasible == ()
+
+
+def test_a_closed_loop_runs_what_memory_holds_and_queues_the_rest_where_a_batch_is_refused():
+    """16,000-token prompts: one H100 holds some dozen 8B sequences, not 256. A batch of 256 is refused; a closed loop of
+    256 clients runs what the KV cache holds, and its TTFT carries the others' wait (admission, not refusal)."""
+    from planner.engine.estimate import evaluate_batches
+
+    chip, model = h100_sxm(), llama_3_1_8b()
+    static = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=16000, output_tokens=256, concurrency=256))
+    held = static.memory.max_concurrency
+    assert not static.feasible and 1 <= held < 256
+    looped = Workload(prompt_tokens=16000, output_tokens=256, concurrency=256, closed_loop=True)
+    results = evaluate_batches(model, Deployment(chip=chip), looped, [256, held, 8])
+    assert list(results.grid.batch) == [held, held, 8]  # what it holds; a batch within it stays as given
+    crowded, at_capacity = (estimate(model, Deployment(chip=chip), looped, batch=b) for b in (256, held))
+    assert crowded.feasible and crowded.batch == held and crowded.tpot_s == pytest.approx(at_capacity.tpot_s)
+    assert crowded.ttft_s == pytest.approx(at_capacity.ttft_s)  # the same loop, read at the batch it runs
+    lifetime = crowded.ttft_s - crowded.queue_wait_s + 255 * crowded.tpot_s
+    assert crowded.queue_wait_s >= (256 - held) / held * lifetime * 0.95  # Little's law: the rest wait their turns
+    assert any(f"runs {held} of the 256 clients' requests at once" in w for w in crowded.warnings)
+
+
+def test_one_token_answers_keep_the_prefill_saturated_and_their_loop_obeys_littles_law():
+    """Requests that end at their first token keep the prefill busy: each of C clients waits for all the others, so its
+    time in the system is C / X (Little's law), which the M/D/1 wait at the seen load, half of it, fell short of. A
+    one-token answer has no time per output token, so a TPOT target cannot fail it."""
+    for clients in (8, 64, 512):
+        looped = Workload(prompt_tokens=1000, output_tokens=1, concurrency=clients, closed_loop=True, tpot_slo_s=0.001)
+        e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), looped)
+        assert e.feasible, e.reasons
+        assert e.output_tokens_per_s_total * e.ttft_s == pytest.approx(clients, rel=0.01)
+    two = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=1000, output_tokens=2, concurrency=8, tpot_slo_s=0.001))
+    assert two.reasons and two.reasons[0].startswith("TPOT")
+
+
+def test_the_kv_refusal_offers_a_closed_loop_only_where_one_would_queue():
+    model, chip = llama_3_1_8b(), h100_sxm()
+    batch = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=16000, output_tokens=256, concurrency=256))
+    rated = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=16000, output_tokens=256, concurrency=256, request_rate_per_s=0.1))
+    assert "closed loop (workload closed_loop)" in batch.reasons[0]
+    assert rated.reasons[0].startswith("batch 256 does not fit") and "closed loop" not in rated.reasons[0]
+    # A closed loop nothing fits: no slot to queue for, and the loop is already one.
+    from planner.engine import reasons
+    from planner.engine.estimate import evaluate_batches
+
+    looped = Workload(prompt_tokens=16000, output_tokens=256, concurrency=256, closed_loop=True)
+    facts = evaluate_batches(model, Deployment(chip=chip), looped, [256]).reason_facts(0)
+    for held, loop in ((0, True), (0, False), (5, True)):
+        said = reasons.reason_text(reasons.KV_DOESNT_FIT, dataclasses.replace(facts, batch=256, max_concurrency=held, closed_loop=loop))
+        assert said.startswith("batch 256 does not fit") and "closed loop" not in said

@@ -85,7 +85,7 @@
     function setLoad() {
       var kind = (form.querySelector("input[name=load_kind]:checked") || {}).value || "concurrency";
       form.querySelectorAll("[data-load]").forEach(function (el) {
-        var on = el.dataset.load === kind;
+        var on = el.dataset.load.split(" ").indexOf(kind) >= 0;
         el.querySelectorAll("input").forEach(function (i) { i.disabled = !on; });
         el.style.opacity = on ? "" : "0.5";
       });
