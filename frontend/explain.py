@@ -28,6 +28,10 @@ def winner_explanation(results: Mapping[str, Any]) -> list[str]:
              + (f" ({top['pricing_model'].replace('_', ' ')} via {top['offering']})." if top.get("offering") and top.get("pricing_model") else ".")]  # fmt: skip
     lines.append(f"It answers with TTFT {duration(top.get('ttft_s'))} and TPOT {duration(top.get('tpot_s'))} "
                  f"({num(top.get('tokens_per_s_per_user'))} tokens/s per user, {num(top.get('output_tokens_per_s_total'))} in total).")  # fmt: skip
+    served, total = top.get("served_output_tokens_per_s"), top.get("output_tokens_per_s_total")
+    if served is not None and total and served < total:  # a request rate that leaves it idle part of the time
+        lines.append(f"The request rate asks {num(served)} of those tokens/s: its cost per token is the configuration's hour "
+                     "over them, the capacity left idle included.")  # fmt: skip
     phases = [s for s in (_bound_sentence("Decode", top.get("decode") or {}), _bound_sentence("prefill", top.get("prefill") or {})) if s]
     if phases:
         lines.append("; ".join(phases) + ".")

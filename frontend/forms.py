@@ -51,13 +51,17 @@ DECODING_FIELDS = {
     "block_diffusion": ("block_size", "steps_per_block"),
 }
 # Serializer field name -> form field name, where they differ.
-ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget", "closed_loop": "concurrency"}
+ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget", "closed_loop": "concurrency",
+           "scheduler": "serving_engine"}  # a scheduler without its engine: the error belongs beside the engine's select
+# The named serving engine's command line over its defaults (PlanInputSerializer.scheduler), as the form spells it.
+SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction")
 # Errors on a whole group are shown at the top of its fieldset.
 GROUPS = ("workload", "hardware", "decodings")
 FORM_FIELDS = {
     "model", "config_file", "import_name", "prompt_tokens", "output_tokens", "concurrency", "request_rate_per_s",
     "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned", "serving_engine",
     "adaptive_window", "name", "tags", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
+    *SERVER_SETTINGS,
 }  # fmt: skip
 
 
@@ -117,6 +121,9 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
         payload["budget_usd_per_million_output_tokens"] = post.get("budget")
     if _given(post.get("serving_engine")):  # empty: search every engine
         payload["serving_engine"] = post.get("serving_engine")
+    scheduler = {name: post.get(name) for name in SERVER_SETTINGS if _given(post.get(name))}
+    if scheduler:  # without an engine the serializer refuses it, beside the engine's select
+        payload["scheduler"] = scheduler
     payload.update(labels_payload(post))
     return payload
 
@@ -409,7 +416,8 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
                                  decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """The form prefilled with a plan's ranked row (its configuration, its batch per replica as max_num_seqs, and the scheduler
     knobs of the plan's simulation stage, as the stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
-    rate (a plan sized by concurrency has none: the rate is left for the person to give; a colocated closed loop is one) and its latency targets
+    rate (a plan sized by concurrency has none: the rate is left for the person to give; a colocated closed loop is
+    one) and its latency targets
     as p95 SLOs (or the plan's own percentile SLOs)."""
     workload = plan_inputs.get("workload") or {}
     percentiles = plan_inputs.get("slo_percentiles") or {}

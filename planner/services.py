@@ -169,7 +169,24 @@ def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: 
                         serving=serving_for(disaggregated), outside_silicon=outside_silicon(chip))  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
+    cost, share = values.get("usd_per_million_output_tokens"), served_share(values)
+    if "usd_per_million_output_tokens" in out and share < 1.0:
+        # Charged to the tokens a request rate asks for, the cost moves only where the true capacity falls short of them.
+        low, high = (max(1.0, share * out["usd_per_million_output_tokens"][end] / cost) * cost for end in ("low", "high"))
+        out["usd_per_million_output_tokens"] = {
+            "low": low, "high": high,
+            "basis": out["usd_per_million_output_tokens"]["basis"] + "; charged to the request rate's tokens, it rises only where "
+                     "the capacity falls short of them",
+        }  # fmt: skip
     return out
+
+
+def served_share(values: dict[str, Any]) -> float:
+    """The share of its capacity a request rate asks of an answer (1 without a rate, or where it asks for it all)."""
+    served, total = values.get("served_output_tokens_per_s"), values.get("output_tokens_per_s_total")
+    if served is None or not total or not math.isfinite(served) or not math.isfinite(total):
+        return 1.0
+    return min(served / total, 1.0)
 
 
 def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
@@ -181,7 +198,13 @@ def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> n
                                         serving=serving, outside_silicon=outside_silicon(c))) else 1.0)
         for c, e in zip(chips, engines)
     ])  # fmt: skip
-    return np.nan_to_num(result.usd_per_million_output_tokens * factor[result.results.grid.chip_index], nan=np.inf)
+    high = factor[result.results.grid.chip_index]
+    r = result.results
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(r.output_tokens_per_s_total > 0, r.served_output_tokens_per_s / r.output_tokens_per_s_total, 1.0)
+    # Charged to a request rate's tokens, a row's cost rises only where its capacity at the band's high end falls short.
+    high = np.where(share < 1.0, np.maximum(1.0, share * high), high)
+    return np.nan_to_num(result.usd_per_million_output_tokens * high, nan=np.inf)
 
 
 def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:

@@ -34,9 +34,11 @@ RENT = "rent"
 OWN = "own"
 
 
-def power_fraction(mfu: np.ndarray, mbu: np.ndarray) -> np.ndarray:
+def power_fraction(mfu: np.ndarray, mbu: np.ndarray, busy: np.ndarray | float = 1.0) -> np.ndarray:
+    """The mean draw as a share of TDP: idle, plus the operating point's utilisation for the share of the time `busy`
+    that the chip steps at all (a request rate that leaves it without a sequence in flight the rest of the time)."""
     utilisation = np.clip(np.maximum(mfu, mbu), 0.0, 1.0)
-    return IDLE_POWER_FRACTION + (1.0 - IDLE_POWER_FRACTION) * utilisation
+    return IDLE_POWER_FRACTION + (1.0 - IDLE_POWER_FRACTION) * busy * utilisation
 
 
 def ownership(offering: OfferingSpec) -> str:

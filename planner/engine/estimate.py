@@ -114,7 +114,9 @@ def _cost(results: Results, i: int, tdp_watts: float | None, offering: OfferingS
         usd_per_month=usd_per_hour * HOURS_PER_MONTH,
         utilisation=(offering.utilisation or 1.0) if offering.owned else None,
         cost_split=cost_split_usd_per_chip_hour(offering, tdp_watts, fraction),
-        usd_per_million_output_tokens=float(usd_per_million_tokens(np.array([billed]), hourly, results.output_tokens_per_s_total[i : i + 1])[0]),
+        usd_per_million_output_tokens=float(
+            usd_per_million_tokens(np.array([billed]), hourly, results.served_output_tokens_per_s[i : i + 1])[0]
+        ),
         usd_per_million_input_tokens=float(
             usd_per_million_input_tokens(per_replica, hourly * billed / chips, batched_prefill_s, results.context.workload.prompt_tokens)
         ),

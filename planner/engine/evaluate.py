@@ -213,7 +213,12 @@ def _evaluate_one_decoding(
     no_math = outcome.no_math_path if outcome.no_math_path is not None else np.zeros(len(grid), dtype=bool)
     mfu = outcome.achieved_flops_per_s_per_chip / np.maximum(hw.peak_flops_per_s, 1e-30)
     mbu = outcome.achieved_bytes_per_s_per_chip / hw.bandwidth_bytes_per_s
-    watts = hw.tdp_watts * power_fraction(mfu, mbu)
+    # Under a request rate a replica steps whenever a sequence is in flight, and a memory-bound step reads every weight
+    # however few: it is busy the share of the time its Poisson occupancy (Little's law, M/G/inf) is not zero,
+    # 1 - exp(-n) with n = concurrency_needed / replicas, and idles the rest (cost.power_fraction).
+    rated = workload.request_rate_per_s is not None and not workload.looped
+    busy = -np.expm1(-np.nan_to_num(serve.concurrency_needed, nan=np.inf) / hw.replicas) if rated else 1.0
+    watts = hw.tdp_watts * power_fraction(mfu, mbu, busy)
     total_chips = grid.chip_count + serve.prefill_chips
     out = {
         "reason": _reasons(ctx, grid, hw, mem, serve, no_math),
@@ -221,6 +226,7 @@ def _evaluate_one_decoding(
         "tpot_s": serve.tpot_s,
         "tokens_per_s_per_user": serve.tokens_per_s_per_user,
         "output_tokens_per_s_total": serve.output_tokens_per_s_total,
+        "served_output_tokens_per_s": serve.served_output_tokens_per_s,
         "decode_token_time_s": outcome.token_time_s,
         "speedup_vs_ar": shared.ar_tpot_s / serve.tpot_s,
         "queue_wait_s": serve.queue_wait_s,
@@ -237,8 +243,8 @@ def _evaluate_one_decoding(
         "mfu": mfu,
         "mbu": mbu,
         "power_w_per_chip": watts,
-        "energy_per_output_token_j": energy_per_token_j(total_chips, watts, serve.output_tokens_per_s_total),
-        "energy_per_output_token_upper_j": energy_per_token_j(total_chips, hw.tdp_watts, serve.output_tokens_per_s_total),
+        "energy_per_output_token_j": energy_per_token_j(total_chips, watts, serve.served_output_tokens_per_s),
+        "energy_per_output_token_upper_j": energy_per_token_j(total_chips, hw.tdp_watts, serve.served_output_tokens_per_s),
     }
     step = outcome.step
     for k in ("flops_per_chip", "bytes_per_chip", "compute_s", "memory_s", "expert_compute_s", "comm_s", "overhead_s", "time_s"):

@@ -82,17 +82,22 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _f("tokens_per_s_per_user", "tokens/s", "1 / TPOT", nullable=True, label="Tok/s per user", validated=True, csv="tokens_per_s_per_user"),
     _f("output_tokens_per_s_total", "tokens/s", "output tokens per second over all replicas", nullable=True, label="Tok/s total",
        validated=True, csv="output_tokens_per_s_total"),  # fmt: skip
+    _f("served_output_tokens_per_s", "tokens/s", "output tokens per second the workload's request rate asks of it (at most "
+       "output_tokens_per_s_total; without a rate, or in a closed loop, the same): what $/1M output tokens and energy per token are "
+       "charged to, idle capacity included", nullable=True, csv="served_output_tokens_per_s"),
     _f("decode_token_time_s", "s", "decoding alone, per output token per sequence", nullable=True),
     _f("ar_tpot_s", "s", "TPOT of the same deployment decoding autoregressively", nullable=True),
     _f("speedup_vs_ar", "", "ar_tpot_s / tpot_s", nullable=True),
     _f("tokens_per_step", "tokens", "tokens committed per target forward", nullable=True),
-    _f("queue_wait_s", "s", "mean wait for a prefill under the request rate", nullable=True),
+    _f("queue_wait_s", "s", "mean wait before the prefill: under a request rate for a free slot of the batch and for the prefill; in a "
+       "closed loop behind the other clients", nullable=True),
     _f("prefill_s", "s", "one prompt's prefill alone (the TTFT part)", in_estimate=False),
     _f("prefill_batched_s_per_prompt", "s", "prefilling b prompts together, per prompt", in_estimate=False),
     _f("prefill_tokens", "tokens", "prompt tokens computed (after TPU bucket padding)", kind="int"),
     _f("prefill_padded_tokens", "tokens", "padding tokens a bucket adds", kind="int"),
     _f("prefill_utilisation", "", "share of a replica's time spent prefilling", in_estimate=False),
-    _f("concurrency_needed", "sequences", "Little's law: request rate x time in system (NaN without a rate)", in_estimate=False),
+    _f("concurrency_needed", "sequences", "sequences a request rate keeps in flight: rate x each request's stay before any wait for a slot "
+       "(Little's law), or the slots its tokens need at this batch's speed where more (NaN without a rate)", in_estimate=False),
     _f("prefill_chips", "", "chips of a disaggregated prefill pool", in_estimate=False),
     _f("batch_per_replica", "sequences", "concurrent sequences per replica", in_estimate=False),
     # Memory per chip.
@@ -106,9 +111,11 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _f("mfu", "", "achieved FLOP/s / dense peak of the compute dtype (decode; on a CPU, of the units the serving engine multiplies the "
        "dense weights on, though a MoE model's experts may run on slower ones)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
     _f("mbu", "", "achieved bytes/s / peak memory bandwidth (decode)", nullable=True, label="MBU", format="percent", validated=True, csv="mbu"),
-    _f("power_w_per_chip", "W", "modelled draw per chip at this operating point", nullable=True),
-    _f("energy_per_output_token_j", "J", "energy per output token at the modelled draw", nullable=True, csv="energy_per_output_token_j"),
-    _f("energy_per_output_token_upper_j", "J", "energy per output token at TDP: an upper bound", nullable=True),
+    _f("power_w_per_chip", "W", "modelled mean draw per chip: at this operating point while it serves, idle for the share of the time "
+       "a request rate leaves it idle", nullable=True),
+    _f("energy_per_output_token_j", "J", "energy per served output token at the modelled draw", nullable=True,
+       csv="energy_per_output_token_j"),
+    _f("energy_per_output_token_upper_j", "J", "energy per served output token at TDP: an upper bound", nullable=True),
 )
 
 BY_NAME: dict[str, ResultField] = {f.name: f for f in RESULT_FIELDS}

@@ -126,7 +126,8 @@ def search_grid(
         fraction = results.power_w_per_chip / np.array([c.tdp_watts or np.nan for c in chips])[grid.chip_index]
     priced = cheapest_offering(table, grid.chip_index, fraction, results.total_chips)
     hourly, column = priced.usd_per_chip_hour, priced.column
-    per_output = usd_per_million_tokens(priced.billed_chips, hourly, results.output_tokens_per_s_total)
+    # Charged to the tokens the workload asks for: under a request rate, idle capacity is paid for too.
+    per_output = usd_per_million_tokens(priced.billed_chips, hourly, results.served_output_tokens_per_s)
     # A prompt's prefill is charged at the rate of the chips paid for, idle ones of a whole unit included.
     with np.errstate(divide="ignore", invalid="ignore"):
         billed_rate = hourly * priced.billed_chips / results.total_chips
@@ -135,9 +136,14 @@ def search_grid(
         workload.prompt_tokens,
     )
     ok = np.flatnonzero(results.feasible)
-    # One stable sort by cost serves the ranking and both Pareto fronts; equal
-    # costs keep grid order. Unpriced candidates (NaN) sort last.
-    ranked = ok[np.argsort(np.nan_to_num(per_output[ok], nan=np.inf), kind="stable")]
+    # One stable sort by cost serves the ranking and both Pareto fronts; equal costs go to the shorter TPOT, then the
+    # shorter TTFT, then keep grid order. Every batch of a layout that serves a request rate costs the hour over the
+    # rate's tokens: the smallest that holds the sequences the rate keeps in flight comes first, and its TPOT, computed
+    # at its full batch, is close to what that occupancy decodes at. Unpriced candidates (NaN) sort last.
+    def key(values: np.ndarray) -> np.ndarray:
+        return np.nan_to_num(values[ok], nan=np.inf)
+
+    ranked = ok[np.lexsort((key(results.ttft_s), key(results.tpot_s), key(per_output)))]
     chosen = tuple(
         tuple(o for o in offerings.get(c.slug, ()) if options.pricing_models is None or o.pricing_model in options.pricing_models)
         for c in chips

@@ -52,6 +52,7 @@ class ServingArrays:
     tpot_s: np.ndarray
     tokens_per_s_per_user: np.ndarray
     output_tokens_per_s_total: np.ndarray
+    served_output_tokens_per_s: np.ndarray  # what a request rate asks of it, at most the total (the total without a rate)
     queue_wait_s: np.ndarray
     prefill_utilisation: np.ndarray  # rho: share of a replica's time spent prefilling
     concurrency_needed: np.ndarray  # Little's law: lambda * time in system (NaN without a rate; the clients in a closed loop)
@@ -252,13 +253,29 @@ def serving_metrics(
         wait = np.zeros_like(tpot)
     prefill_chips = np.broadcast_to(prefill_chips, np.shape(tpot)).astype(float)
     ttft = prefill_one + first_token_extra_s + wait + request_overhead_s
+    served_tokens = throughput
     if not looped:
         needed = rate * (ttft + streamed) if rate else np.full(np.shape(tpot), np.nan)
+    if rate and not looped:
+        # The rate's tokens need their share of the slots at this batch's speed too: a batch that cannot produce
+        # lambda * G tokens/s is short of slots however short each stay, and TOO_FEW_SLOTS refuses it.
+        needed = np.maximum(needed, float(rate) * generated * concurrency / np.maximum(throughput, 1e-30))
+        # An open loop's requests hold a slot of their replica's batch (max_num_seqs) from admission to their last
+        # token; a Poisson arrival, routed to a replica, that finds every slot of it taken waits for one. With
+        # near-fixed lengths the holding time is near-deterministic: the M/D/c wait, half the M/M/c (Erlang C) one,
+        # per replica. Where the slots do not suffice the queue grows without bound and TOO_FEW_SLOTS refuses it.
+        held_s = ttft + streamed
+        per_replica = float(rate) / replicas
+        slot_wait = np.where(needed / replicas < batch_per_replica, mdc_wait_s(per_replica, held_s, batch_per_replica), 0.0)
+        ttft, wait = ttft + slot_wait, wait + slot_wait
+        # The rate sets the tokens served: the capacity it leaves idle is paid for all the same (cost and energy per token).
+        served_tokens = np.minimum(throughput, float(rate) * generated)
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,
         tokens_per_s_per_user=1.0 / tpot,
         output_tokens_per_s_total=throughput,
+        served_output_tokens_per_s=served_tokens,
         queue_wait_s=wait,
         prefill_utilisation=rho,
         concurrency_needed=needed,

@@ -31,7 +31,8 @@ def test_payload_sends_the_request_rate_when_chosen_and_leaves_empty_fields_out(
 
 
 def test_payload_sends_a_closed_loop_of_the_concurrent_clients_when_chosen():
-    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", load_kind="closed_loop", concurrency="64", request_rate_per_s="2"))
+    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", load_kind="closed_loop", concurrency="64",
+                                      request_rate_per_s="2"))
     assert payload["workload"] == {"prompt_tokens": "10", "output_tokens": "5", "concurrency": "64", "closed_loop": True}
 
 
@@ -65,3 +66,14 @@ def test_upload_slug_comes_from_name_or_path_then_file_name():
 def test_upload_that_is_not_json_is_an_error():
     assert "Not a JSON file" in forms.read_config_upload(SimpleUploadedFile("config.json", b"{nope")).error
     assert forms.read_config_upload(SimpleUploadedFile("config.json", b"[1, 2]")).error == "A config.json must be a JSON object."
+
+
+def test_payload_sends_the_named_engines_server_settings_that_are_given():
+    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", serving_engine="vLLM", max_sequences="64",
+                                      token_budget="", memory_fraction="0.85"))  # fmt: skip
+    assert payload["serving_engine"] == "vLLM" and payload["scheduler"] == {"max_sequences": "64", "memory_fraction": "0.85"}
+    assert "scheduler" not in forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", max_sequences=""))
+    assert forms.form_errors({"scheduler": ["Name the serving_engine these settings are the command line of."]}) == {
+        "serving_engine": ["Name the serving_engine these settings are the command line of."]}
+    assert forms.form_errors({"scheduler": {"memory_fraction": ["Ensure this value is less than or equal to 1.0."]}}) == {
+        "memory_fraction": ["Ensure this value is less than or equal to 1.0."]}

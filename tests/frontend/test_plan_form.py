@@ -137,3 +137,16 @@ def test_a_closed_loop_is_planned_from_the_form_and_its_page_says_who_waits(ui_c
     assert "512 clients in a closed loop" in html and "of the 512 clients at once; the others wait for a slot" in html
     missing = ui_client.post("/", {**looped, "concurrency": ""})
     assert missing.status_code == 200 and "A closed loop needs concurrency" in missing.context["errors"]["concurrency"][0]
+
+
+def test_the_form_runs_a_named_engine_under_its_server_settings(ui_client, dana, catalog):
+    capped = {**CHAT_FORM, "model": "llama-3.1-8b", "ttft_slo_s": "", "tpot_slo_s": "", "max_chips": "2", "kinds": ["gpu"],
+              "serving_engine": "vLLM", "max_sequences": "8"}  # fmt: skip
+    response = ui_client.post("/", capped)
+    assert response.status_code == 302, response.context and response.context.get("errors")
+    plan = Plan.objects.get()
+    assert plan.inputs["scheduler"] == {"max_sequences": 8}
+    assert all(r["batch"] <= 8 * r["replicas"] for r in plan.results["ranked"])
+    refused = ui_client.post("/", {**capped, "serving_engine": ""})
+    assert refused.status_code == 200 and "serving_engine" in refused.context["errors"]
+    assert 'id="server-settings" open' in refused.content.decode() and 'value="8"' in refused.content.decode()

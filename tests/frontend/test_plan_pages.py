@@ -156,3 +156,14 @@ def test_a_validation_card_says_what_ran_a_scaled_copy_and_a_stand_in():
     whole = run(measured={}, model_slug="llama-3.2-1b", configuration={"chip_slug": "amd-epyc-9654"})
     assert what_ran(whole) == "Ran the whole llama-3.2-1b in bf16 on AMD EPYC 9654 (32 cores)."
     assert what_ran(run(device_name="")) == ""  # not run yet
+
+
+def test_a_plan_for_a_request_rate_says_what_its_costs_are_charged_to(client, catalog):
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "request_rate_per_s": 2},
+                      "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 1}})  # fmt: skip
+    html = client.get(f"/plans/{plan.id}/").content.decode()
+    assert "2 requests/s (" in html and "600 output tokens/s, what each row's $/1M output tokens is charged to" in html
+    top = plan.results["ranked"][0]
+    assert top["served_output_tokens_per_s"] == pytest.approx(600.0) and top["output_tokens_per_s_total"] > 600.0
+    assert top["usd_per_million_output_tokens"] == pytest.approx(top["usd_per_hour"] / (600.0 * 3600) * 1e6, rel=1e-6)
+    assert "The request rate asks 600 of those tokens/s" in html

@@ -281,3 +281,19 @@ def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():
     scheduler = SimulationInputSerializer().fields["scheduler"]
     assert isinstance(scheduler, SchedulerSerializer)
     assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "kv_block_tokens", "prefix_caching", "prefill_alone"}
+
+
+def test_an_estimate_under_a_light_request_rate_is_charged_to_its_tokens_with_a_cost_range_that_only_rises(catalog, anonymous_client):
+    """0.1 requests/s of 1,000 / 300 tokens on one H100: 30 tokens/s served, the hour's price over them whatever the chip's
+    speed, so the cost's 80% range collapses to the point unless the capacity could fall short of the rate; at full load
+    (a batch held steady, no rate) the range is the speed's."""
+    light = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8, "request_rate_per_s": 0.1}, format="json").json()
+    full = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8}, format="json").json()
+    assert light["served_output_tokens_per_s"] == pytest.approx(30.0)
+    assert full["served_output_tokens_per_s"] == full["output_tokens_per_s_total"] == light["output_tokens_per_s_total"]
+    cost, usd = light["cost"], light["intervals"]["usd_per_million_output_tokens"]
+    assert cost["usd_per_million_output_tokens"] == pytest.approx(cost["usd_per_hour"] / (30.0 * 3600) * 1e6, rel=1e-6)
+    assert usd["low"] == pytest.approx(cost["usd_per_million_output_tokens"]) == usd["high"]
+    assert "charged to the request rate's tokens" in usd["basis"]
+    wide = full["intervals"]["usd_per_million_output_tokens"]
+    assert wide["low"] < full["cost"]["usd_per_million_output_tokens"] < wide["high"]

@@ -222,3 +222,23 @@ def test_a_closed_loop_plan_ranks_layouts_that_queue_the_clients_memory_cannot_h
     assert all(f"of the 200 clients' requests at once" in " ".join(r["warnings"]) for r in ranked)
     assert all(r["queue_wait_s"] > r["ttft_s"] / 2 for r in ranked)  # most of the first token's time is the wait
     assert looped.json()["inputs"]["workload"]["closed_loop"] is True
+
+
+def test_a_plan_for_a_request_rate_prices_the_tokens_it_serves_so_idle_chips_rank_last(catalog, token_client):
+    """0.1 requests/s of 1,000 / 300 tokens is 30 output tokens/s: every configuration that serves it is paid by the hour,
+    so the one with fewer chips is cheaper per token; none is priced as though it ran full."""
+    body = {"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "request_rate_per_s": 0.1},
+            "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 2, "weight_dtypes": ["fp8"]}}  # fmt: skip
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    ranked = response.json()["results"]["ranked"]
+    assert ranked and all(r["served_output_tokens_per_s"] == pytest.approx(30.0) for r in ranked)
+    assert all(r["output_tokens_per_s_total"] > 30.0 for r in ranked)
+    assert ranked[0]["chip_count"] == 1
+    # Every batch of the layout costs the same; the smallest that holds what the rate keeps in flight (about one
+    # sequence) comes first, its TPOT near what one sequence decodes at, not a full large batch's.
+    alike = [r for r in ranked if (r["chip_count"], r["tensor_parallel"], r["serving_engine"]) == (1, 1, ranked[0]["serving_engine"])]
+    assert ranked[0]["batch"] == min(r["batch"] for r in alike) and ranked[0]["tpot_s"] == min(r["tpot_s"] for r in alike)
+    for row in ranked:  # $/1M output tokens = the configuration's hour over the 30 tokens/s served
+        hourly = row["usd_per_hour"]
+        assert row["usd_per_million_output_tokens"] == pytest.approx(hourly / (30.0 * 3600) * 1e6, rel=1e-6)

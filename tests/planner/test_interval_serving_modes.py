@@ -25,10 +25,11 @@ def bands(monkeypatch):
     monkeypatch.setattr(fleet_services, "error_bands", lambda: BANDS)
 
 
-def _search_result(disaggregated: bool):
+def _search_result(disaggregated: bool, served=(1000.0, 1000.0)):
     return SimpleNamespace(
         usd_per_million_output_tokens=np.array([1.0, 2.0]),
-        results=SimpleNamespace(context=SimpleNamespace(disaggregated=disaggregated), grid=SimpleNamespace(chip_index=np.array([0, 0]))),
+        results=SimpleNamespace(context=SimpleNamespace(disaggregated=disaggregated), grid=SimpleNamespace(chip_index=np.array([0, 0])),
+                                output_tokens_per_s_total=np.array([1000.0, 1000.0]), served_output_tokens_per_s=np.array(served)),
     )
 
 
@@ -37,6 +38,10 @@ def test_the_pessimistic_cost_is_the_high_end_of_the_band_of_how_the_plan_is_ser
     chip = SimpleNamespace(vendor="NVIDIA", kind="gpu")
     cost = services._pessimistic_cost(_search_result(disaggregated), [chip], ["vLLM"])
     assert cost == pytest.approx(np.array([1.0, 2.0]) * np.exp(high))
+    # Charged to a request rate's tokens, a row's cost rises only where its capacity at the band's high end could fall
+    # short of them: 100 of 1,000 tokens/s never does; 900 does, by 0.9 x exp(high) where that exceeds 1.
+    rated = services._pessimistic_cost(_search_result(disaggregated, served=(100.0, 900.0)), [chip], ["vLLM"])
+    assert rated == pytest.approx(np.array([1.0, 2.0 * max(1.0, 0.9 * np.exp(high))]))
 
 
 @pytest.mark.parametrize(("disaggregated", "low"), [(False, -0.2), (True, -0.7)])

@@ -213,7 +213,8 @@ def test_the_stage_caps_each_simulated_replica_at_its_share_of_the_rows_batch(ca
         return simulate(setup, workload, **kwargs)
 
     monkeypatch.setattr(simulation_services, "simulate_setup", recording)
-    body = {**SLO_PLAN, "serving_engine": "vLLM", "scheduler": {"max_sequences": 8}, "hardware": {**SLO_PLAN["hardware"], "weight_dtypes": ["fp8"]}}
+    body = {**SLO_PLAN, "serving_engine": "vLLM", "scheduler": {"max_sequences": 8},
+            "hardware": {**SLO_PLAN["hardware"], "weight_dtypes": ["fp8"]}}
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201, response.json()
     simulated = _stage_rows(response.json())

@@ -64,7 +64,9 @@ def format_estimate(e: dict) -> str:
         f"batch {e['batch']}, {e['decoding']}",
         f"  feasible: {e['feasible']}" + (f"  ({'; '.join(e['reasons'])})" if e["reasons"] else ""),
         f"  TTFT {_n(e['ttft_s'], '.1f', 1e3)} ms   TPOT {_n(e['tpot_s'], '.2f', 1e3)} ms   "
-        f"{_n(e['tokens_per_s_per_user'], '.1f')} tok/s per user   {_n(e['output_tokens_per_s_total'], '.0f')} tok/s total",
+        f"{_n(e['tokens_per_s_per_user'], '.1f')} tok/s per user   {_n(e['output_tokens_per_s_total'], '.0f')} tok/s total"
+        + (f" ({_n(e['served_output_tokens_per_s'], '.0f')} asked by the request rate: the costs are charged to them)"
+           if (e.get("served_output_tokens_per_s") or 0) < (e.get("output_tokens_per_s_total") or 0) else ""),
     ]
     for phase in ("prefill", "decode"):
         p = e[phase]

@@ -28,7 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--weight-dtypes", help="comma-separated, e.g. bf16,fp8")
         parser.add_argument("--budget", type=float, help="max $ per 1M output tokens")
         parser.add_argument("--decoding", action="append", help="JSON decoding option; repeat for several")
-        parser.add_argument("--serving-engine", help="a catalog serving engine by slug, name or alias; unset: every engine with a fitted profile")
+        parser.add_argument(
+            "--serving-engine", help="a catalog serving engine by slug, name or alias; unset: every engine with a fitted profile"
+        )
         parser.add_argument("--scheduler", help='JSON, what the named engine\'s command line sets, e.g. {"max_sequences":256}')
         parser.add_argument("--rank-by", choices=["expected", "pessimistic"], help="expected (default) or the high end of the 80% interval")
         parser.add_argument("--top", type=int, default=10)

@@ -131,14 +131,16 @@ def test_one_token_answers_keep_the_prefill_saturated_and_their_loop_obeys_littl
         e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), looped)
         assert e.feasible, e.reasons
         assert e.output_tokens_per_s_total * e.ttft_s == pytest.approx(clients, rel=0.01)
-    two = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=1000, output_tokens=2, concurrency=8, tpot_slo_s=0.001))
+    two_tokens = Workload(prompt_tokens=1000, output_tokens=2, concurrency=8, tpot_slo_s=0.001)
+    two = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), two_tokens)
     assert two.reasons and two.reasons[0].startswith("TPOT")
 
 
 def test_the_kv_refusal_offers_a_closed_loop_only_where_one_would_queue():
     model, chip = llama_3_1_8b(), h100_sxm()
     batch = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=16000, output_tokens=256, concurrency=256))
-    rated = estimate(model, Deployment(chip=chip), Workload(prompt_tokens=16000, output_tokens=256, concurrency=256, request_rate_per_s=0.1))
+    rated_load = Workload(prompt_tokens=16000, output_tokens=256, concurrency=256, request_rate_per_s=0.1)
+    rated = estimate(model, Deployment(chip=chip), rated_load)
     assert "closed loop (workload closed_loop)" in batch.reasons[0]
     assert rated.reasons[0].startswith("batch 256 does not fit") and "closed loop" not in rated.reasons[0]
     # A closed loop nothing fits: no slot to queue for, and the loop is already one.
@@ -150,3 +152,61 @@ def test_the_kv_refusal_offers_a_closed_loop_only_where_one_would_queue():
     for held, loop in ((0, True), (0, False), (5, True)):
         said = reasons.reason_text(reasons.KV_DOESNT_FIT, dataclasses.replace(facts, batch=256, max_concurrency=held, closed_loop=loop))
         assert said.startswith("batch 256 does not fit") and "closed loop" not in said
+
+
+def test_a_request_rate_is_charged_for_the_tokens_it_asks_for_idle_capacity_included():
+    """One H100 serving 1,000 / 300-token requests at 0.1 or 1 per second produces 30 or 300 tokens/s whatever batch it
+    could run: the hour is paid for all the same, so a tenth of the traffic costs ten times more per token, and every
+    batch that serves the rate costs the same. Without a rate the configuration is priced running full."""
+    from .factories import h100_reserved
+
+    def at(rate, batch):
+        workload = Workload(prompt_tokens=1000, output_tokens=300, request_rate_per_s=rate)
+        return estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), workload, batch=batch, offering=h100_reserved())
+
+    slow, busy = at(0.1, 64), at(1.0, 64)
+    assert slow.served_output_tokens_per_s == pytest.approx(30.0) and busy.served_output_tokens_per_s == pytest.approx(300.0)
+    assert slow.output_tokens_per_s_total == busy.output_tokens_per_s_total > 1000  # the capacity does not depend on the rate
+    assert slow.cost.usd_per_million_output_tokens == pytest.approx(10 * busy.cost.usd_per_million_output_tokens, rel=1e-6)
+    assert at(0.1, 8).cost.usd_per_million_output_tokens == pytest.approx(slow.cost.usd_per_million_output_tokens, rel=1e-6)
+    # Mostly idle, the chip draws little more than its idle power, and each token's share of it is large.
+    assert slow.power_w_per_chip < busy.power_w_per_chip < at(None, 64).power_w_per_chip
+    full = at(None, 64)
+    assert full.served_output_tokens_per_s == full.output_tokens_per_s_total
+    assert full.cost.usd_per_million_output_tokens < busy.cost.usd_per_million_output_tokens / 3
+
+
+def test_arrivals_wait_for_a_free_slot_as_the_batch_fills():
+    """Poisson arrivals into a batch of slots: with room to spare no one waits; a batch just above what Little's law
+    needs makes arrivals wait for a slot (Erlang C), and the wait shrinks as slots are added."""
+    def at(batch):
+        workload = Workload(prompt_tokens=1000, output_tokens=300, request_rate_per_s=10.0)
+        return estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), workload, batch=batch)
+
+    # 10 requests/s each holding a slot about 3.4 s keep some 34 of 40 slots busy (Little's law).
+    tight, roomier, roomy = at(40), at(48), at(128)
+    assert tight.feasible and roomier.feasible and roomy.feasible
+    prefill_wait = roomy.queue_wait_s  # 128 slots: the prefill's own queue alone
+    assert tight.queue_wait_s > prefill_wait + 0.05 > roomier.queue_wait_s > prefill_wait + 0.005
+    assert tight.ttft_s - roomy.ttft_s == pytest.approx(tight.queue_wait_s - prefill_wait, rel=0.05)
+
+
+def test_each_replica_queues_its_own_arrivals_for_its_own_slots():
+    """Two replicas of 40 slots at 20 requests/s wait as one replica of 40 at 10/s does (a load balancer splits the
+    arrivals; no request takes a slot of the other replica), not as one pool of 80, which would hardly wait."""
+    def at(chips, rate, batch):
+        workload = Workload(prompt_tokens=1000, output_tokens=300, request_rate_per_s=rate)
+        return estimate(llama_3_1_8b(), Deployment(chip=h100_sxm(), chip_count=chips, tensor_parallel=1), workload, batch=batch)
+
+    one, two = at(1, 10.0, 40), at(2, 20.0, 80)
+    assert two.replicas == 2 and one.queue_wait_s > 0.05
+    assert two.queue_wait_s == pytest.approx(one.queue_wait_s, rel=1e-6)
+
+
+def test_a_batch_too_slow_for_the_rates_tokens_is_short_of_slots():
+    """Ten-token answers at 11.3 requests/s ask 113 tokens/s of a single slot that produces about 112: Little's law on
+    each stay alone would let it through, the tokens it must produce do not."""
+    workload = Workload(prompt_tokens=1000, output_tokens=10, request_rate_per_s=11.3)
+    e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), workload, batch=1)
+    assert e.output_tokens_per_s_total < 11.3 * 10
+    assert not e.feasible and "batch 1 is too small" in e.reasons[0]
