@@ -212,6 +212,28 @@ def api_lpu_estimate() -> str:
     )))  # fmt: skip
 
 
+LOOP_ESTIMATE = {"model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "serving_engine": "vLLM", "prompt_tokens": 8000, "output_tokens": 1000,
+                 "concurrency": 256, "closed_loop": True}  # fmt: skip
+RATE_ESTIMATE = {"model": "llama-3.1-8b", "chip": "nvidia-h100-sxm", "serving_engine": "vLLM", "prompt_tokens": 1000, "output_tokens": 300,
+                 "batch": 8, "request_rate_per_s": 0.5}  # fmt: skip
+
+
+def api_loop_estimate() -> str:
+    e = run_estimate(LOOP_ESTIMATE)
+    keys = ("batch", "feasible", "ttft_s", "queue_wait_s", "tpot_s", "output_tokens_per_s_total")
+    said = [w for w in e["warnings"] if "clients' requests at once" in w]
+    return fenced("sh", curl("estimates/", LOOP_ESTIMATE)) + "answers (an excerpt):\n" + fenced("json", json_excerpt(significant(
+        {**pick(e, keys), "memory": pick(e["memory"], ("max_concurrency",)), "warnings": said}
+    )))  # fmt: skip
+
+
+def api_rate_estimate() -> str:
+    e = run_estimate(RATE_ESTIMATE)
+    keys = ("batch", "ttft_s", "tpot_s", "output_tokens_per_s_total", "served_output_tokens_per_s", "energy_per_output_token_j")
+    excerpt = {**pick(e, keys), "cost": pick(e["cost"] or {}, ("offering_slug", "usd_per_hour", "usd_per_million_output_tokens"))}
+    return fenced("sh", curl("estimates/", RATE_ESTIMATE)) + "answers (an excerpt):\n" + fenced("json", json_excerpt(significant(excerpt)))
+
+
 def api_bad_estimate() -> str:
     errors = json.dumps(estimate_errors(BAD_ESTIMATE))
     return fenced("sh", curl("estimates/", BAD_ESTIMATE)) + "is a 400 naming the field:\n" + fenced("json", errors)
@@ -289,6 +311,8 @@ EXAMPLES = (
     Example("estimate", "README.md", readme_estimate),
     Example("plan", "README.md", readme_plan),
     Example("estimate-lpu", "docs/api.md", api_lpu_estimate),
+    Example("estimate-closed-loop", "docs/api.md", api_loop_estimate),
+    Example("estimate-rate", "docs/api.md", api_rate_estimate),
     Example("estimate-error", "docs/api.md", api_bad_estimate),
     Example("plan-row", "docs/api.md", api_plan_row),
     Example("fleet", "docs/fleet.md", fleet_mix),
