@@ -515,7 +515,8 @@ def _plan_row_values(request: HttpRequest) -> tuple[dict[str, Any], dict[str, An
     values = forms.simulation_values_from_plan(plan.inputs or {}, row, plan_id=plan.id, rank=rank,
                                                decoding=simulation_services.plan_row_decoding(plan, row))  # fmt: skip
     source = {"plan": plan, "rank": rank, "label": charts.configuration_label(row), "refusal": forms.simulation_refusal(row),
-              "needs_rate": not (plan.inputs or {}).get("workload", {}).get("request_rate_per_s")}  # fmt: skip
+              "needs_rate": not ((plan.inputs or {}).get("workload", {}).get("request_rate_per_s")
+                                 or (plan.inputs or {}).get("workload", {}).get("closed_loop"))}  # fmt: skip
     return values, source
 
 

@@ -269,11 +269,11 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
 def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], result: FleetResult) -> dict[int, dict[str, Any]]:
     """Each chosen configuration (at most FLEET_CHECK_MAX_ROWS) simulated as one replica at its share of its
     class's peak rate in the first month (Poisson arrivals, FLEET_CHECK_REQUESTS requests, the class's
-    lengths, its batch as max_num_seqs): p95 TTFT and TPOT against the class's SLOs (docs/simulation.md).
+    lengths, its batch per replica as max_num_seqs): p95 TTFT and TPOT against the class's SLOs (docs/simulation.md).
     A check, not a re-plan: the capacity the program used is the planner's estimate."""
     from planner.engine.simulation import SchedulerOptions, SimulationWorkload, Slos
     from planner.engine.simulation.workload import Arrivals, Lengths
-    from planner.simulation_services import Setup, SimulationRefused, percentile_checks, simulate_setup
+    from planner.simulation_services import Setup, SimulationRefused, percentile_checks, row_max_sequences, simulate_setup
 
     search, horizon = prepared.search, prepared.horizon
     specs = {s.slug: s for s in search.specs}
@@ -299,7 +299,8 @@ def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], res
             workload = SimulationWorkload(requests=FLEET_CHECK_REQUESTS, arrivals=Arrivals.poisson(share), prompt=Lengths.fixed(rc.prompt_tokens),
                                           output=Lengths.fixed(rc.output_tokens), seed=1)  # fmt: skip
             slos = Slos(ttft_s=rc.ttft_slo_s, tpot_s=rc.tpot_slo_s)
-            sim, _ = simulate_setup(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=int(d["batch"])))
+            cap = row_max_sequences({"batch": d["batch"], "replicas": d.get("data_parallel_replicas")})  # max_num_seqs bounds one replica
+            sim, _ = simulate_setup(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=cap))
         except SimulationRefused as exc:
             checks[a.candidate] = {"error": str(exc)}
             continue

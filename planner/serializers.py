@@ -137,8 +137,17 @@ class EfficiencySerializer(StrictSerializer):
 class WorkloadSerializer(StrictSerializer):
     prompt_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
     output_tokens = serializers.IntegerField(min_value=1, max_value=MAX_TOKENS)
-    concurrency = serializers.IntegerField(min_value=1, max_value=10_000_000, required=False)
-    request_rate_per_s = serializers.FloatField(min_value=1e-6, max_value=1e7, required=False)
+    concurrency = serializers.IntegerField(
+        min_value=1, max_value=10_000_000, required=False,
+        help_text="Sequences in flight: a batch held steady, the slots a request rate's arrivals take (max_num_seqs over the "
+                  "replicas), or with closed_loop the clients.",
+    )  # fmt: skip
+    request_rate_per_s = serializers.FloatField(
+        min_value=1e-6, max_value=1e7, required=False,
+        help_text="Poisson arrivals into each replica's slots: an arrival that finds every slot of its replica taken waits for "
+                  "one (in TTFT), too few slots for the rate is infeasible, and $ and energy per token are charged to the tokens "
+                  "the rate asks for (served_output_tokens_per_s), idle capacity included.",
+    )  # fmt: skip
     ttft_slo_s = serializers.FloatField(min_value=1e-6, max_value=86_400, required=False)
     tpot_slo_s = serializers.FloatField(min_value=1e-6, max_value=3_600, required=False)
     closed_loop = serializers.BooleanField(

@@ -272,7 +272,8 @@ def _largest_batch_within_memory_and_tpot(run, first: Results) -> int:
     round evaluates up to MAX_BATCH_SEARCH_POINTS batches spread over [low, high] and keeps the gap where
     the TPOT first misses."""
     limit = int(first.max_concurrency[0])
-    slo = first.context.workload.tpot_slo_s
+    workload = first.context.workload
+    slo = workload.tpot_slo_s if workload.output_tokens > 1 else None  # a one-token answer has no TPOT to miss (evaluate._reasons)
     if limit < 1 or (slo is not None and first.tpot_s[0] > slo):
         return 0
     if slo is None:

@@ -55,7 +55,7 @@ class ServingArrays:
     served_output_tokens_per_s: np.ndarray  # what a request rate asks of it, at most the total (the total without a rate)
     queue_wait_s: np.ndarray
     prefill_utilisation: np.ndarray  # rho: share of a replica's time spent prefilling
-    concurrency_needed: np.ndarray  # Little's law: lambda * time in system (NaN without a rate; the clients in a closed loop)
+    concurrency_needed: np.ndarray  # Little's law: lambda * time in system (NaN without a rate or in a closed loop)
     prefill_chips: np.ndarray  # disaggregated prefill pool (0 when colocated)
 
 

@@ -131,6 +131,9 @@ def test_one_token_answers_keep_the_prefill_saturated_and_their_loop_obeys_littl
         e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), looped)
         assert e.feasible, e.reasons
         assert e.output_tokens_per_s_total * e.ttft_s == pytest.approx(clients, rel=0.01)
+    largest = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=1000, output_tokens=1, tpot_slo_s=0.001),
+                       batch="max")  # fmt: skip
+    assert largest.feasible and largest.batch == largest.memory.max_concurrency  # what memory holds, no TPOT to bound it
     two_tokens = Workload(prompt_tokens=1000, output_tokens=2, concurrency=8, tpot_slo_s=0.001)
     two = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), two_tokens)
     assert two.reasons and two.reasons[0].startswith("TPOT")
