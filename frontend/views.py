@@ -514,9 +514,9 @@ def _plan_row_values(request: HttpRequest) -> tuple[dict[str, Any], dict[str, An
     row = ranked[rank - 1]
     values = forms.simulation_values_from_plan(plan.inputs or {}, row, plan_id=plan.id, rank=rank,
                                                decoding=simulation_services.plan_row_decoding(plan, row))  # fmt: skip
+    workload = (plan.inputs or {}).get("workload", {})
     source = {"plan": plan, "rank": rank, "label": charts.configuration_label(row), "refusal": forms.simulation_refusal(row),
-              "needs_rate": not ((plan.inputs or {}).get("workload", {}).get("request_rate_per_s")
-                                 or (plan.inputs or {}).get("workload", {}).get("closed_loop"))}  # fmt: skip
+              "needs_rate": not (workload.get("request_rate_per_s") or workload.get("closed_loop"))}  # fmt: skip
     return values, source
 
 

@@ -36,7 +36,7 @@ from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
 from planner.engine.family_fit import fitted_family
-from planner.engine.uncertainty import BAND_OF, interval, load_bands, serving_for
+from planner.engine.uncertainty import BAND_OF, interval, load_bands, served_cost_ratio, served_share, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
@@ -169,24 +169,14 @@ def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: 
                         serving=serving_for(disaggregated), outside_silicon=outside_silicon(chip))  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
-    cost, share = values.get("usd_per_million_output_tokens"), served_share(values)
+    cost = values.get("usd_per_million_output_tokens")
+    share = float(served_share(values.get("served_output_tokens_per_s"), values.get("output_tokens_per_s_total")))  # None: unknown
     if "usd_per_million_output_tokens" in out and share < 1.0:
-        # Charged to the tokens a request rate asks for, the cost moves only where the true capacity falls short of them.
-        low, high = (max(1.0, share * out["usd_per_million_output_tokens"][end] / cost) * cost for end in ("low", "high"))
-        out["usd_per_million_output_tokens"] = {
-            "low": low, "high": high,
-            "basis": out["usd_per_million_output_tokens"]["basis"] + "; charged to the request rate's tokens, it rises only where "
-                     "the capacity falls short of them",
-        }  # fmt: skip
+        usd = out["usd_per_million_output_tokens"]
+        low, high = (float(served_cost_ratio(usd[end] / cost, share)) * cost for end in ("low", "high"))
+        basis = usd["basis"] + "; charged to the request rate's tokens, it rises only where the capacity falls short of them"
+        out["usd_per_million_output_tokens"] = {"low": low, "high": high, "basis": basis}
     return out
-
-
-def served_share(values: dict[str, Any]) -> float:
-    """The share of its capacity a request rate asks of an answer (1 without a rate, or where it asks for it all)."""
-    served, total = values.get("served_output_tokens_per_s"), values.get("output_tokens_per_s_total")
-    if served is None or not total or not math.isfinite(served) or not math.isfinite(total):
-        return 1.0
-    return min(served / total, 1.0)
 
 
 def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
@@ -198,12 +188,8 @@ def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> n
                                         serving=serving, outside_silicon=outside_silicon(c))) else 1.0)
         for c, e in zip(chips, engines)
     ])  # fmt: skip
-    high = factor[result.results.grid.chip_index]
     r = result.results
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(r.output_tokens_per_s_total > 0, r.served_output_tokens_per_s / r.output_tokens_per_s_total, 1.0)
-    # Charged to a request rate's tokens, a row's cost rises only where its capacity at the band's high end falls short.
-    high = np.where(share < 1.0, np.maximum(1.0, share * high), high)
+    high = served_cost_ratio(factor[r.grid.chip_index], served_share(r.served_output_tokens_per_s, r.output_tokens_per_s_total))
     return np.nan_to_num(result.usd_per_million_output_tokens * high, nan=np.inf)
 
 

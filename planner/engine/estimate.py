@@ -219,7 +219,9 @@ def estimate(
 def estimate_admitting(model: ModelSpec, deployment: Deployment, workload: Workload, *, batch: int, **kwargs) -> Estimate:
     """estimate() at `batch`, or, where the KV cache holds fewer sequences, at what it holds: a
     continuous-batching engine admits that many and the rest wait for a slot (issue 11: admission,
-    not refusal), said in a warning. Every other reason a configuration cannot run stands."""
+    not refusal), said in a warning. Every other reason a configuration cannot run stands. A closed
+    loop is admitted inside evaluate() already (evaluate.admitted_batch, its wait in TTFT); this serves a
+    static batch, a measured max-throughput run that ran what memory held."""
     result = estimate(model, deployment, workload, batch=max(batch, 1), **kwargs)
     held = result.memory.max_concurrency
     if result.fits or held < 1 or held >= batch:

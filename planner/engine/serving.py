@@ -254,9 +254,8 @@ def serving_metrics(
     prefill_chips = np.broadcast_to(prefill_chips, np.shape(tpot)).astype(float)
     ttft = prefill_one + first_token_extra_s + wait + request_overhead_s
     served_tokens = throughput
-    if not looped:
-        needed = rate * (ttft + streamed) if rate else np.full(np.shape(tpot), np.nan)
     if rate and not looped:
+        needed = rate * (ttft + streamed)
         # The rate's tokens need their share of the slots at this batch's speed too: a batch that cannot produce
         # lambda * G tokens/s is short of slots however short each stay, and TOO_FEW_SLOTS refuses it.
         needed = np.maximum(needed, float(rate) * generated * concurrency / np.maximum(throughput, 1e-30))
@@ -270,6 +269,8 @@ def serving_metrics(
         ttft, wait = ttft + slot_wait, wait + slot_wait
         # The rate sets the tokens served: the capacity it leaves idle is paid for all the same (cost and energy per token).
         served_tokens = np.minimum(throughput, float(rate) * generated)
+    elif not looped:
+        needed = np.full(np.shape(tpot), np.nan)
     return ServingArrays(
         ttft_s=ttft,
         tpot_s=tpot,

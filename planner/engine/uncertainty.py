@@ -212,6 +212,23 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
     return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)
 
 
+def served_share(served, total) -> np.ndarray:
+    """The share of its capacity (output tokens/s, `total`) a request rate asks of a configuration (`served`): 1 without
+    a rate, or where either is unknown (NaN or None)."""
+    served, total = np.asarray(served, dtype=float), np.asarray(total, dtype=float)
+    known = np.isfinite(served) & np.isfinite(total) & (total > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(known, np.minimum(served / np.where(known, total, 1.0), 1.0), 1.0)
+
+
+def served_cost_ratio(ratio, share) -> np.ndarray:
+    """A cost's multiple at a capacity `ratio` times slower than predicted (an end of TPOT's band), where a request rate
+    asks `share` of the capacity: charged to the rate's tokens, the cost moves only where the capacity falls short of
+    them, max(1, share x ratio); without a rate (share 1), the ratio itself."""
+    ratio, share = np.asarray(ratio, dtype=float), np.asarray(share, dtype=float)
+    return np.where(share < 1.0, np.maximum(1.0, share * ratio), ratio)
+
+
 def _scope(band: ErrorBand) -> str:
     kind = "any chip" if band.chip_kind == ANY else f"{band.chip_kind} chips"
     if band.engine == CHIP_FAMILY:

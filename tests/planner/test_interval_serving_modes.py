@@ -50,3 +50,11 @@ def test_a_fleets_pessimistic_capacity_is_the_low_end_of_the_band_of_how_it_is_s
                              specs=[SimpleNamespace(slug="nvidia-h100-sxm@vLLM")],
                              options=SimpleNamespace(disaggregated=disaggregated))  # fmt: skip
     assert fleet_services._throughput_low_ratios(search) == pytest.approx([np.exp(low)])
+
+
+def test_a_cost_charged_to_a_rates_tokens_moves_only_where_the_capacity_falls_short():
+    from planner.engine.uncertainty import served_cost_ratio, served_share
+
+    assert served_share(100.0, 1000.0) == pytest.approx(0.1) and served_share(None, 1000.0) == 1.0 and served_share(5.0, 0.0) == 1.0
+    assert served_cost_ratio(np.array([0.8, 1.5, 20.0]), 0.1) == pytest.approx([1.0, 1.0, 2.0])
+    assert served_cost_ratio(np.array([0.8, 1.5]), 1.0) == pytest.approx([0.8, 1.5])  # no rate: the band itself
