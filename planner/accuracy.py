@@ -40,7 +40,7 @@ from planner.engine.uncertainty import (
     save_bands,
     serving_of,
 )
-from planner.engine_profiles import ENGINE_PROFILES
+from planner.engine_profiles import ENGINE_PROFILES, engine_factors
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
@@ -111,10 +111,15 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
                 unpredicted.append({"id": row.id, "reason": refusal})
                 continue
             chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.scheduler_spec(engine))
+            # What its fitted profile brings to this chip, as to an API request naming the engine (engine_factors).
+            host, _ = engine_factors(engine.name, chip, calibration=calibration, weight_dtype=row.weight_dtype)
+        else:
+            host = {}
         try:
             est = predict_row(
                 row, catalog_specs.model_spec(models[row.model]), chip_spec,
                 draft=catalog_specs.model_spec(models[draft_slug]) if draft_slug else None, calibration=calibration,
+                efficiency=host or None,
             )  # fmt: skip
             predicted = predict_metric(row.metric, est)
         except (ValueError, KeyError) as exc:
@@ -131,17 +136,18 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             "family": family_of(chip.vendor, chip.kind),
             "architecture": chip.architecture or chip.slug,  # a chip of no stated architecture is its own
             "_fittable": fitted_family(chip.vendor, chip.kind) and row.decoding == "ar" and row.metric in FITTED_METRICS,
-        } | ({"_parts": _family_parts(est, predicted, chip_spec)} if parts else {}))  # fmt: skip
+        } | ({"_parts": _family_parts(est, predicted, chip_spec, host)} if parts else {}))  # fmt: skip
     return rows, unpredicted
 
 
-def _family_parts(est, predicted: float, chip_spec) -> dict[str, float]:
-    used, bf16 = resolve_efficiency(chip_spec, est.weight_dtype), default_efficiency(chip_spec, "bf16")
+def _family_parts(est, predicted: float, chip_spec, host: dict[str, float]) -> dict[str, float]:
+    used = resolve_efficiency(chip_spec, est.weight_dtype, override=host or None)
+    bf16 = default_efficiency(chip_spec, "bf16")
     d, p = est.decode, est.prefill
     total = est.output_tokens_per_s_total
     return {
         "predicted": predicted, "compute_fraction0": used.compute_fraction, "bandwidth_fraction0": used.bandwidth_fraction,
-        "step_overhead0": used.step_overhead_s, "compute_fraction_bf16_0": bf16.compute_fraction,
+        "step_overhead0": used.step_overhead_s, "request_overhead0": used.request_overhead_s, "compute_fraction_bf16_0": bf16.compute_fraction,
         "bandwidth_fraction_bf16_0": bf16.bandwidth_fraction, "decode_compute_s": d.compute_s, "decode_memory_s": d.memory_s,
         "decode_fixed_s": d.comm_s + d.overhead_s - used.step_overhead_s, "prefill_compute_s": p.compute_s,
         "prefill_memory_s": p.memory_s, "prefill_fixed_s": p.comm_s + p.overhead_s - used.step_overhead_s,

@@ -13,7 +13,7 @@ from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.attention import attention_for
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
-from planner.engine.family_fit import FamilyProfile, family_of, fitted_family, load_family_profiles, same_architecture
+from planner.engine.family_fit import FAMILY_SOURCE, FamilyProfile, family_of, fitted_family, load_family_profiles, same_architecture
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
 from planner.engine.units import DTYPES
 from planner.models import Calibration
@@ -201,7 +201,7 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
             out[(chip.slug, dtype)] = dataclasses.replace(
                 base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
                 bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
-                step_overhead_s=profile.step_overhead_s, source=f"fitted chip-family profile ({family}: {label})",
+                step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
             )  # fmt: skip
     return out
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from planner.engine.efficiency import resolve_efficiency
-from planner.engine.family_fit import serving_engine_family
+from planner.engine.family_fit import FAMILY_SOURCE, serving_engine_family
 from planner.engine.fit import POOLED, EngineProfile, load_profiles
 from planner.engine.units import DTYPES
 
@@ -56,7 +56,11 @@ def engine_factors(engine: str | None, chip, *, calibration, weight_dtype: str) 
     factors = profile.factors()
     if profiled(engine, chip):
         return factors, profile_label(engine)
-    if any((chip.slug, d) in calibration for d in (weight_dtype, "*")):
+    own = next((calibration[(chip.slug, d)] for d in (weight_dtype, "*") if (chip.slug, d) in calibration), None)
+    if own is not None and str(own.source).startswith(FAMILY_SOURCE):
+        # A chip-family profile fits the chip's kernels and its step overhead, not what a request spends before its prefill.
+        return {"request_overhead_s": factors["request_overhead_s"]}, f"{own.source}, with {engine}'s request overhead"
+    if own is not None:
         return {}, None
     host = {name: factors[name] for name in HOST_FACTORS}
     return host, f"spec defaults with {engine}'s step and request overheads (its fitted serving-engine profile)"

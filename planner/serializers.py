@@ -200,7 +200,8 @@ SERVING_ENGINE_HELP = (
     "A serving engine of the catalog (GET /api/v1/engines/), by slug, name or alias: its scheduler defaults (memory rule, "
     "batch cap, prefill budget) apply, and on NVIDIA GPUs its fitted efficiency profile (planner/data/engine_profiles.json) "
     "replaces the chip's defaults, with its cross-validated intervals. Elsewhere the chip keeps its own efficiency "
-    "(its calibration or chip-family profile; at its spec defaults, with the engine's step and request overheads). "
+    "(its calibration; a chip-family profile with the engine's request overhead; spec defaults with the engine's step and "
+    "request overheads). "
     "Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults."
 )
 

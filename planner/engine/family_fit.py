@@ -30,6 +30,8 @@ from scipy.optimize import least_squares
 FAMILY_PARAMETERS = ("compute_fraction", "bandwidth_fraction", "step_overhead_s")
 LOWER = np.array([0.02, 0.05, 0.0])
 UPPER = np.array([0.95, 0.95, 0.05])
+# How an efficiency taken from a chip-family profile names its source (catalog_specs.family_calibration).
+FAMILY_SOURCE = "fitted chip-family profile"
 # At least this many autoregressive values before a family gets a profile of its own.
 MIN_VALUES = 8
 FITTED_METRICS = frozenset({"ttft_s", "tpot_s", "decode_tokens_per_s_per_user", "output_tokens_per_s"})
@@ -97,6 +99,7 @@ class FamilyParts:
     compute_fraction0: np.ndarray  # the row's dtype's
     bandwidth_fraction0: np.ndarray
     step_overhead0: np.ndarray
+    request_overhead0: np.ndarray  # in the row's TTFT: its serving engine's, which no family parameter scales
     compute_fraction_bf16_0: np.ndarray
     bandwidth_fraction_bf16_0: np.ndarray
     decode_compute_s: np.ndarray
@@ -135,7 +138,7 @@ def surrogate(theta: np.ndarray, p: FamilyParts) -> np.ndarray:
     cycle = decode + (p.cycle_s - p.decode_s) * scale
     return np.select(
         [p.metric == "ttft_s", p.metric == "tpot_s", p.metric == "decode_tokens_per_s_per_user", p.metric == "output_tokens_per_s"],
-        [p.predicted * scale, tpot, 1.0 / np.maximum(tpot, 1e-30), p.predicted * p.cycle_s / np.maximum(cycle, 1e-30)],
+        [(p.predicted - p.request_overhead0) * scale + p.request_overhead0, tpot, 1.0 / np.maximum(tpot, 1e-30), p.predicted * p.cycle_s / np.maximum(cycle, 1e-30)],
         default=p.predicted,
     )  # fmt: skip
 

@@ -89,22 +89,27 @@ def test_an_engine_is_refused_where_it_does_not_run_naming_the_field(catalog, an
     assert response.status_code == 400 and says in response.json()["serving_engine"][0]
 
 
-def test_an_engine_named_on_a_chip_at_its_spec_defaults_brings_its_host_costs_not_its_kernels(catalog, anonymous_client, monkeypatch):
+def test_an_engine_named_on_a_chip_outside_its_profile_brings_its_host_costs_not_its_kernels(catalog, anonymous_client, monkeypatch):
     from planner import catalog_specs
     from planner.engine_profiles import stored_profiles
 
     body = {"model": "deepseek-v3", "chip": "amd-mi355x", "chip_count": 8, "tensor_parallel": 8, "weight_dtype": "fp8",
             "prompt_tokens": 1024, "output_tokens": 256, "batch": 4}  # fmt: skip
-    # A chip with a fitted profile of its own (the AMD chip-family profile) keeps it whole: it was measured under engines.
+    profile = stored_profiles()["SGLang"]
+    # A chip with a fitted profile of its own (the AMD chip-family profile) keeps its kernels and step overhead, and takes
+    # the engine's request overhead, which the chip-family profile does not fit.
+    unnamed = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
     fitted = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "sglang"}, format="json").json()
     assert fitted["efficiency_source"].startswith("fitted chip-family profile (AMD gpu")
+    assert fitted["efficiency_source"].endswith(", with SGLang's request overhead")
+    assert fitted["ttft_s"] - unnamed["ttft_s"] == pytest.approx(profile.request_overhead_s, rel=0.05)
+    assert fitted["tpot_s"] == pytest.approx(unnamed["tpot_s"], rel=0.01)
     # With no chip-family profile, the MI355X is at its spec defaults.
     monkeypatch.setattr(catalog_specs, "stored_family_profiles", lambda: {})
     plain = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
     sglang = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "sglang"}, format="json").json()
     assert plain["efficiency_source"] == "spec defaults"
     assert sglang["efficiency_source"] == "spec defaults with SGLang's step and request overheads (its fitted serving-engine profile)"
-    profile = stored_profiles()["SGLang"]
     # The request's handling before its prefill and the scheduler's work per step come with the engine; the MI355X's
     # compute and bandwidth stay at its spec defaults (SGLang's profile was fitted on NVIDIA GPUs).
     assert sglang["ttft_s"] - plain["ttft_s"] >= profile.request_overhead_s

@@ -142,12 +142,14 @@ def test_an_engine_named_on_a_chip_its_profile_does_not_cover_brings_its_schedul
     rows = results["ranked"] + [g["example_configuration"] for g in results["infeasible"]]
     assert rows and all(r["chip_slug"].startswith("amd-") and r["serving_engine"] == "vLLM" for r in rows)
     # vLLM's profile was fitted on NVIDIA GPUs: an AMD GPU keeps its own efficiency and the chip-family intervals, a chip of
-    # the AMD profile's architecture (CDNA 3) that profile, another its spec defaults with vLLM's host-side costs.
+    # the AMD profile's architecture (CDNA 3) that profile with vLLM's request overhead, another its spec defaults with vLLM's
+    # host-side costs.
     host = "spec defaults with vLLM's step and request overheads (its fitted serving-engine profile)"
     profiled = {r["efficiency_source"] for r in rows if r["chip_slug"] in ("amd-mi300x", "amd-mi325x")}
     assert profiled and profiled <= {
-        "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x)",
-        "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x; the same CDNA 3 architecture as amd-mi300x)"}
+        "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x), with vLLM's request overhead",
+        "fitted chip-family profile (AMD gpu: 43 published measurements on amd-mi300x; the same CDNA 3 architecture as amd-mi300x), "
+        "with vLLM's request overhead"}
     assert {r["efficiency_source"] for r in rows if r["chip_slug"] in ("amd-mi355x", "amd-mi250x", "amd-mi210")} == {host}
     assert all("with vLLM" not in r["intervals"]["tpot_s"]["basis"] for r in results["ranked"])
     fp8 = token_client.post("/api/v1/plans/", {**CHAT_70B, "serving_engine": "llama-cpp", "hardware": {"weight_dtypes": ["fp8"]}}, format="json")
