@@ -49,7 +49,9 @@ def engine_factors(engine: str | None, chip, *, calibration, weight_dtype: str) 
     """The factors a named serving engine's fitted profile brings to a chip, and the label saying so: all of them where
     it speaks for the chip (`profiled`); on another chip with no fitted efficiency of its own (no calibration or
     chip-family profile for `weight_dtype` in `calibration`, so its spec defaults), the engine's host-side costs
-    (HOST_FACTORS); else none (the chip's fitted efficiency was measured under some engine, its host costs with it)."""
+    (HOST_FACTORS); under a chip-family profile, which fits the chip's kernels and step overhead but no time before the
+    prefill, the engine's request overhead; under a calibration, none (measured under some engine, its host costs with
+    it). A chip-family entry is told by its source (family_fit.FAMILY_SOURCE; a calibration's reads "calibration v...")."""
     profile = stored_profiles().get(engine) if engine else None
     if profile is None:
         return {}, None
@@ -88,8 +90,8 @@ def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *,
     under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
     scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers). Every other chip as it is
     (its calibration, chip-family profile or spec defaults), or, where the request names its one engine
-    (`named`), under that engine's scheduler defaults with its own efficiency (at its spec defaults, with the engine's
-    host-side costs: engine_factors). A calibration measured under
+    (`named`), under that engine's scheduler defaults with its own efficiency (at its spec defaults with the engine's
+    host-side costs, under a chip-family profile with its request overhead: engine_factors). A calibration measured under
     the engine on that chip (keyed by the variant's slug: catalog_specs.calibrations_for) speaks for it over
     the profile. Returns (chip specs, calibration with the variants' entries)."""
     schedulers = schedulers or {}

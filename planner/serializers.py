@@ -202,7 +202,8 @@ SERVING_ENGINE_HELP = (
     "replaces the chip's defaults, with its cross-validated intervals. Elsewhere the chip keeps its own efficiency "
     "(its calibration; a chip-family profile with the engine's request overhead; spec defaults with the engine's step and "
     "request overheads). "
-    "Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults."
+    "Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults; elsewhere the chip's own efficiency, which "
+    "spends no time before the prefill (no request overhead)."
 )
 
 

@@ -129,7 +129,8 @@ def named_engine_setup(engine: str | None, chip: Chip, chip_spec, weight_dtype: 
     prefill budget), the factors it takes from the engine's fitted profile and the label it says so with. Runs measured
     under the engine on this chip (a calibration keyed by the chip's variant slug) speak for it over the profile: the
     spec takes the variant's slug and nothing else; else the whole profile where it covers the chip, the engine's
-    host-side costs over the chip's spec defaults (engine_profiles.engine_factors), or nothing."""
+    host-side costs over the chip's spec defaults, its request overhead over a chip-family profile
+    (engine_profiles.engine_factors), or nothing."""
     if not engine:
         return chip_spec, {}, None
     dtypes = (weight_dtype, "*")

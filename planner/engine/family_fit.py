@@ -99,7 +99,7 @@ class FamilyParts:
     compute_fraction0: np.ndarray  # the row's dtype's
     bandwidth_fraction0: np.ndarray
     step_overhead0: np.ndarray
-    request_overhead0: np.ndarray  # in the row's TTFT: its serving engine's, which no family parameter scales
+    request_overhead0: np.ndarray  # what its serving engine's request overhead adds to a TTFT (0 elsewhere), held as it is
     compute_fraction_bf16_0: np.ndarray
     bandwidth_fraction_bf16_0: np.ndarray
     decode_compute_s: np.ndarray

@@ -89,7 +89,7 @@ def test_an_engine_is_refused_where_it_does_not_run_naming_the_field(catalog, an
     assert response.status_code == 400 and says in response.json()["serving_engine"][0]
 
 
-def test_an_engine_named_on_a_chip_outside_its_profile_brings_its_host_costs_not_its_kernels(catalog, anonymous_client, monkeypatch):
+def test_an_engine_named_on_a_chip_outside_its_profile_brings_its_host_costs_not_its_kernels(catalog, anonymous_client, token_client, monkeypatch):
     from planner import catalog_specs
     from planner.engine_profiles import stored_profiles
 
@@ -104,6 +104,19 @@ def test_an_engine_named_on_a_chip_outside_its_profile_brings_its_host_costs_not
     assert fitted["efficiency_source"].endswith(", with SGLang's request overhead")
     assert fitted["ttft_s"] - unnamed["ttft_s"] == pytest.approx(profile.request_overhead_s, rel=0.05)
     assert fitted["tpot_s"] == pytest.approx(unnamed["tpot_s"], rel=0.01)
+    # A request's own efficiency override wins over what the engine brings.
+    none = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "sglang", "efficiency": {"request_overhead_s": 0}},
+                                 format="json").json()  # fmt: skip
+    assert none["ttft_s"] == pytest.approx(unnamed["ttft_s"], rel=1e-6)
+    # A plan naming the engine waits it once too.
+    plan = {"model": "deepseek-v3", "workload": {"prompt_tokens": 1024, "output_tokens": 256, "concurrency": 4},
+            "serving_engine": "sglang", "hardware": {"chips": ["amd-mi355x"], "weight_dtypes": ["fp8"], "max_chips": 8}}  # fmt: skip
+    response = token_client.post("/api/v1/plans/", plan, format="json")
+    assert response.status_code == 201, response.json()
+    rows = response.json()["results"]["ranked"]
+    row = next(r for r in rows if r["chip_count"] == 8 and r["tensor_parallel"] == 8 and r["batch"] == 4)
+    alone = anonymous_client.post("/api/v1/estimates/", {**body, "serving_engine": "sglang", "batch": 4}, format="json").json()
+    assert row["ttft_s"] == pytest.approx(alone["ttft_s"], rel=1e-6)
     # With no chip-family profile, the MI355X is at its spec defaults.
     monkeypatch.setattr(catalog_specs, "stored_family_profiles", lambda: {})
     plain = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
