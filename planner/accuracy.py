@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -121,19 +122,24 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             draft = catalog_specs.model_spec(models[draft_slug]) if draft_slug else None
             est = predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration, efficiency=host or None)
             predicted = predict_metric(row.metric, est)
-            # What the engine's request overhead adds to a TTFT, which the family fit holds as it is: once below the
-            # prefill's capacity, less in a loop at it (its wait is what Little's law leaves), more behind an admission cap.
-            waited = 0.0
-            if parts and row.metric == "ttft_s" and host.get("request_overhead_s"):
-                no_wait = {**host, "request_overhead_s": 0.0}
-                without = predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration, efficiency=no_wait)
-                waited = max(predicted - predict_metric(row.metric, without), 0.0)
         except (ValueError, KeyError) as exc:
             unpredicted.append({"id": row.id, "reason": str(exc)})
             continue
         if not est.fits or predicted != predicted:  # NaN: the configuration does not run
             unpredicted.append({"id": row.id, "reason": "; ".join(est.reasons) or "the planner finds this configuration infeasible"})
             continue
+        waited = 0.0
+        if parts and row.metric == "ttft_s" and host.get("request_overhead_s"):
+            # What the engine's request overhead adds to this TTFT, which the family fit holds as it is: all of it below the
+            # prefill's capacity, little or nothing in a closed loop at it (its wait is what Little's law leaves), more behind
+            # an admission cap. The row predicted again without it; its whole length where that cannot be predicted.
+            no_wait = {**host, "request_overhead_s": 0.0}
+            try:
+                without = predict_metric(row.metric, predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration,
+                                                                  efficiency=no_wait))  # fmt: skip
+            except (ValueError, KeyError):
+                without = float("nan")
+            waited = max(predicted - without, 0.0) if math.isfinite(without) else host["request_overhead_s"]
         rows.append({
             "id": row.id, "model": row.model, "chip": row.chip, "chip_kind": chip.kind, "metric": row.metric,
             "measured": row.value, "predicted": predicted, "ape": absolute_percentage_error(predicted, row.value),

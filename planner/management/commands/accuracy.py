@@ -22,7 +22,10 @@ class Command(BaseCommand):
         parser.add_argument("--write-doc", type=Path, help="With --markdown: write the tables into this doc, between its line "
                             "'<!-- generated: manage.py accuracy CSV --cv --markdown -->' (CSV as given here) and the next "
                             "'<!-- end generated -->'.")
-        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations, serving-engine and chip-family profiles.")
+        parser.add_argument("--spec-defaults", action="store_true", help="Ignore stored calibrations, serving-engine and chip-family profiles "
+                            "(a silicon file is then predicted with nothing fitted; a row of this project's format that names its "
+                            "serving engine still takes what that engine's fitted profile brings to its chip, as an API request naming "
+                            "the engine does: its host costs, or its whole profile on an NVIDIA GPU).")
         parser.add_argument("--fit", action="store_true", help="Fit profiles to this file (serving-engine profiles to a silicon file, chip-family "
                             "profiles to this project's format) and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each group in turn (silicon: engine, chip, model family; "
