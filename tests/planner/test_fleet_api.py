@@ -242,3 +242,31 @@ def test_simulate_checks_each_chosen_configuration_at_its_share_of_the_rate(cata
         assert 0 < sim["requests_per_s"] <= row["requests_per_s_per_replica"] * row["replicas"][0] / 0.85 * (1 + 1e-9)
         assert sim["ttft_p95_s"] > 0 and sim["meets_slos"] == (not sim["misses"])
     assert "simulation" not in post(token_client, BODY).json()["results"]["allocation"][0]
+
+
+def test_simulate_caps_each_replica_at_its_share_of_the_configurations_batch(catalog, token_client, monkeypatch):
+    """A configuration of several data-parallel replicas is simulated as those replicas behind a router, each at its
+    share of the batch as max_num_seqs, as the plan's simulation stage does (simulation_services.row_max_sequences)."""
+    from planner import simulation_services
+
+    calls = []
+    real_simulate, real_cap = simulation_services.simulate_setup, simulation_services.row_max_sequences
+
+    def cap(row):
+        calls.append({"row": row, "cap": real_cap(row)})
+        return calls[-1]["cap"]
+
+    def simulate(setup, workload, **kwargs):
+        calls[-1]["replicas"], calls[-1]["max_sequences"] = setup.deployment.replicas, kwargs["options"].max_sequences
+        return real_simulate(setup, workload, **kwargs)
+
+    monkeypatch.setattr(simulation_services, "row_max_sequences", cap)
+    monkeypatch.setattr(simulation_services, "simulate_setup", simulate)
+    body = {**BODY, "classes": [{**CHAT, "requests_per_s": 40.0}], "hardware": {"chips": ["nvidia-l40s"], "max_chips": 8}}
+    response = post(token_client, body, simulate=True)
+    assert response.status_code == 201, response.json()
+    checked = [c for c in calls if "replicas" in c]
+    assert checked and any(c["replicas"] > 1 for c in checked)
+    for c in checked:
+        assert c["row"]["replicas"] == c["replicas"] and c["max_sequences"] == c["cap"]
+        assert c["cap"] * c["replicas"] >= c["row"]["batch"] > (c["cap"] - 1) * c["replicas"]
