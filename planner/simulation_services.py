@@ -37,6 +37,7 @@ from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
 from planner.engine import Deployment, Workload
 from planner.engine.estimate import evaluate_deployment
+from planner.engine.hardware import batch_per_replica
 from planner.engine.parallel import tensor_parallel_options
 from planner.engine.simulation import (
     RequestTooLarge,
@@ -460,8 +461,8 @@ def _stage_inputs(inputs: dict[str, Any]) -> tuple[SimulationWorkload, Slos, Sch
 
 def row_max_sequences(row: dict[str, Any]) -> int:
     """A plan row's batch as its engine's max_num_seqs, which bounds each replica (the simulator's `max_sequences`): the
-    row's batch over its data-parallel replicas, rounded up as the planner shares it (hardware.batch_per_replica)."""
-    return max(math.ceil(int(row["batch"]) / max(int(row.get("replicas") or 1), 1)), 1)
+    row's batch over its data-parallel replicas, shared out as the planner does (hardware.batch_per_replica)."""
+    return max(int(batch_per_replica(int(row["batch"]), int(row.get("replicas") or 1))), 1)
 
 
 def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:

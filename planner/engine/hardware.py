@@ -50,6 +50,12 @@ class ChipTable:
     dense_over_group: np.ndarray  # bool: the engine keeps the dense layers tensor-parallel over an attention-DP group
 
 
+def batch_per_replica(batch, replicas):
+    """The sequences each data-parallel replica runs: the batch shared out, rounded up (a serving engine's max_num_seqs
+    bounds one replica)."""
+    return np.ceil(np.asarray(batch, dtype=float) / np.maximum(np.asarray(replicas, dtype=float), 1.0))
+
+
 def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
     def column(fn) -> np.ndarray:
         return np.array([fn(c) for c in chips], dtype=float)
@@ -195,7 +201,7 @@ def candidate_hardware(
         any_attention_dp=bool(np.any(adp > 1)),
         any_sixteen_bit=bool(np.any(DTYPE_BYTES_ARRAY[w] < SIXTEEN_BIT_BYTES)),
         replicas=replicas,
-        batch_per_replica=np.ceil(grid.batch / replicas),
+        batch_per_replica=batch_per_replica(grid.batch, replicas),
         # Under a free-fraction scheduler (TensorRT-LLM) weights may fill the chip; the fraction is the KV's share of the rest.
         usable_memory_bytes=np.where(table.kv_memory_of_free[c], table.memory_bytes[c], table.memory_bytes[c] * table.usable_fraction[c]),
         memory_capacity_bytes=table.memory_bytes[c],
