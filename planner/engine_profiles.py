@@ -85,20 +85,20 @@ def profile_label(engine: str) -> str:
     return f"fitted serving-engine profile ({engine})"
 
 
-def engine_variants(chip_specs, chips, calibration, engines, schedulers=None, *, named=False):
-    """The chips a search tries with their serving engines: each chip a profile covers once per engine,
-    under that engine's profile (its factors over the chip's calibrated or default ones, per dtype) and its
-    scheduler defaults (`schedulers`, by engine: catalog_specs.engine_schedulers). Every other chip as it is
-    (its calibration, chip-family profile or spec defaults), or, where the request names its one engine
-    (`named`), under that engine's scheduler defaults with its own efficiency (at its spec defaults with the engine's
-    host-side costs, under a chip-family profile with its request overhead: engine_factors). A calibration measured under
-    the engine on that chip (keyed by the variant's slug: catalog_specs.calibrations_for) speaks for it over
-    the profile. Returns (chip specs, calibration with the variants' entries)."""
+def engine_variants(chip_specs, chips, calibration, engines_by_chip, schedulers=None):
+    """The chips a search tries with their serving engines: each chip once per engine that runs on it
+    (`engines_by_chip`, by chip slug: the engines the plan searches, or the one it names, that the catalog lets drive
+    the chip; catalog_specs.engines_running_on), under that engine's scheduler defaults (`schedulers`, by engine:
+    catalog_specs.engine_schedulers) and what the engine brings to the chip (engine_factors: its whole fitted profile on
+    an NVIDIA GPU, its host-side costs over spec defaults, its request overhead over a chip-family profile). A chip no
+    such engine runs on is tried as it is (its calibration, chip-family profile or spec defaults). A calibration measured
+    under the engine on that chip (keyed by the variant's slug: catalog_specs.calibrations_for) speaks for it over the
+    profile. Returns (chip specs, calibration with the variants' entries)."""
     schedulers = schedulers or {}
     specs, extended = [], dict(calibration)
     for spec, chip in zip(chip_specs, chips):
-        covered = profile_covers(chip)
-        if not (engines and (covered or named)):
+        engines = engines_by_chip.get(chip.slug, ())
+        if not engines:
             specs.append(spec)
             continue
         for engine in engines:

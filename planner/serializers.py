@@ -357,7 +357,7 @@ class PlanInputSerializer(PlanLabelsSerializer):
     disaggregated = serializers.BooleanField(default=False)
     serving_engine = ServingEngineName(
         required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches the chips it runs on, at the weight dtypes it serves; "
-        "a plan naming none tries each NVIDIA GPU under every engine with a fitted profile."
+        "a plan naming none tries each chip under every engine with a fitted profile that runs on it (a chip none runs on as it is)."
     )  # fmt: skip
     scheduler = ServerSettingsSerializer(
         required=False,

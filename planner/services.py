@@ -414,12 +414,12 @@ def plan_search_prepare(*, data: dict[str, Any]) -> PreparedSearch:
             raise PlanTooLarge(f"{engine} serves {', '.join(serving.weight_dtypes)} weights; hardware.weight_dtypes names none of them.",
                                field="serving_engine")
         options = dataclasses.replace(options, weight_dtypes=dtypes)
-    # Each chip a fitted profile covers is tried under every serving engine, or the one the request names.
+    # Each chip is tried under every serving engine with a fitted profile that runs on it, or the one the request names.
     engines = (engine,) if engine else serving_engines()
     chip_slugs = [c.slug for c in chips]
     calibration = catalog_specs.calibrations_for(chip_slugs)
-    specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration, engines,
-                                                  catalog_specs.engine_schedulers(), named=bool(engine))  # fmt: skip
+    specs, searched_calibration = engine_variants([catalog_specs.chip_spec(c) for c in chips], chips, calibration,
+                                                  catalog_specs.engines_running_on(chips, engines), catalog_specs.engine_schedulers())  # fmt: skip
     server = scheduler_from(data.get("scheduler"))  # the named engine's command line, over its defaults
     specs = [server.configured(s) for s in specs]
     model_spec = catalog_specs.model_spec(model)

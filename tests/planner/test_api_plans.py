@@ -167,23 +167,34 @@ def test_a_disaggregated_plans_rows_carry_the_intervals_of_disaggregated_predict
     assert colocated and all(r["intervals"]["ttft_s"]["basis"].endswith("with vLLM, colocated") for r in colocated)
 
 
-def test_a_plan_searches_every_serving_engine_on_the_gpus_their_profiles_cover_unless_it_names_one(catalog, token_client):
+def test_a_plan_searches_every_chip_under_each_fitted_serving_engine_that_runs_on_it(catalog, token_client):
+    """A plan that names no engine tries each chip under every engine with a fitted profile that the catalog lets drive
+    it: NVIDIA's GPUs under that engine's whole profile, other chips with their own efficiency and the engine's host
+    costs (so an AMD GPU waits SGLang's or vLLM's request overhead before its first token, as an NVIDIA GPU does); a
+    chip none of them runs on (Groq's LPU) is tried as it is."""
+    from hwcatalog.models import Chip, ServingEngine
+    from planner.catalog_specs import engine_refusal
+
     plan = token_client.post("/api/v1/plans/", CHAT_70B, format="json").json()
     rows = plan["results"]["ranked"] + [g["example_configuration"] for g in plan["results"]["infeasible"]]
-    engines = {(r["chip_kind"], r["serving_engine"]) for r in rows}
-    nvidia = {r["chip_slug"] for r in rows if r["chip_slug"].startswith("nvidia-")}
-    # NVIDIA GPUs under each fitted engine, every other chip at its spec defaults or its family's fitted profile.
-    assert {e for kind, e in engines if kind == "gpu" and e} <= {"SGLang", "TensorRT-LLM", "vLLM"}
-    assert all(r["serving_engine"] for r in rows if r["chip_slug"] in nvidia)
-    assert all(r["serving_engine"] is None for r in rows if r["chip_kind"] in ("tpu", "lpu", "cpu"))
-    assert all("@" not in r["chip_slug"] for r in rows)
+    fitted = list(ServingEngine.objects.filter(profile__in=["SGLang", "TensorRT-LLM", "vLLM"]))
+    chips = {c.slug: c for c in Chip.objects.all()}
+    runs_on = {slug: {e.profile for e in fitted if engine_refusal(e, c) is None} for slug, c in chips.items()}
+    assert {r["chip_kind"] for r in rows} >= {"gpu", "cpu", "lpu", "other"}
+    assert {r["serving_engine"] for r in rows if r["chip_slug"].startswith("amd-mi")} in ({"SGLang"}, {"vLLM"}, {"SGLang", "vLLM"})
     for r in rows:
-        if r["serving_engine"]:
-            assert r["efficiency_source"] == f"fitted serving-engine profile ({r['serving_engine']})"
-        else:
+        assert "@" not in r["chip_slug"]
+        if not runs_on[r["chip_slug"]]:
+            assert r["serving_engine"] is None
             assert r["efficiency_source"] == "spec defaults" or r["efficiency_source"].startswith("fitted chip-family profile (")
-        if r["serving_engine"]:
-            assert r["chip_name"].endswith(r["serving_engine"])
+            continue
+        engine = r["serving_engine"]
+        assert engine in runs_on[r["chip_slug"]] and r["chip_name"].endswith(engine)
+        if chips[r["chip_slug"]].vendor == "NVIDIA" and r["chip_kind"] == "gpu":
+            assert r["efficiency_source"] == f"fitted serving-engine profile ({engine})"
+        else:
+            assert r["efficiency_source"].endswith((f", with {engine}'s request overhead",
+                                                    f"spec defaults with {engine}'s step and request overheads (its fitted serving-engine profile)"))
     exported = token_client.get(f"/api/v1/plans/{plan['id']}/export.csv")
     header = next(csv.reader(io.StringIO(exported.content.decode())))
     assert "serving_engine" in header

@@ -117,7 +117,8 @@ def test_a_program_too_large_to_solve_is_refused_before_any_search(catalog, toke
     assert response.status_code == 400 and "variables" in response.json()["horizon"][0]
 
 
-def test_a_growing_fleet_is_planned_month_by_month_and_owned_units_are_never_sold(catalog, token_client):
+def test_a_growing_fleet_is_planned_month_by_month_and_owned_units_are_never_sold(catalog, token_client, settings):
+    settings.FLEET_INLINE_MAX_CANDIDATES = 200_000  # every GPU under each engine that runs on it, planned in the request
     body = {**BODY, "hardware": {"max_chips": 8, "kinds": ["gpu"], "ownership": "own"}, "horizon": {"months": 4, "monthly_growth": 0.5}}
     results = post(token_client, body).json()["results"]
     assert len(results["usd_per_month"]) == 4 and results["usd_per_month"] == sorted(results["usd_per_month"])
