@@ -12,7 +12,9 @@ from inputs.serializers import StrictSerializer
 from planner.engine.fleet.candidates import DEFAULT_TARGET_UTILISATION
 from planner.engine.fleet.specs import APPLY_TO
 from planner.engine.simulation.workload import Lengths, WorkloadError
-from planner.serializers import MAX_TOKENS, SERVING_ENGINE_HELP, HardwareFilterSerializer, ServingEngineName, SlugOf, check_context
+from planner.serializers import (
+    MAX_TOKENS, SEARCH_WITHOUT_ENGINE, SERVING_ENGINE_HELP, HardwareFilterSerializer, ServingEngineName, SlugOf, check_context,
+)
 from planner.simulation_inputs import LengthsSerializer, check_lengths_fit, nested_error
 from planner.simulation_serializers import SimulationInputSerializer
 from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
@@ -166,7 +168,9 @@ class FleetInputSerializer(StrictSerializer):
                                                 help_text="Share of a replica's capacity the fleet loads it to.")  # fmt: skip
     simulate = serializers.BooleanField(default=False, help_text="Check each chosen configuration (at most 20) in the serving simulator: one replica "
                                                                 "at its share of its class's peak rate, p95 TTFT and TPOT against the SLOs.")  # fmt: skip
-    serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP + " A fleet naming one uses the chips it runs on.")
+    serving_engine = ServingEngineName(
+        required=False, help_text=SERVING_ENGINE_HELP + " A fleet naming one uses the chips it runs on; a fleet naming none " + SEARCH_WITHOUT_ENGINE
+    )  # fmt: skip
 
     def validate(self, attrs):
         if attrs["model"].generation_kind != "autoregressive":

@@ -201,9 +201,15 @@ SERVING_ENGINE_HELP = (
     "batch cap, prefill budget) apply, and on NVIDIA GPUs its fitted efficiency profile (planner/data/engine_profiles.json) "
     "replaces the chip's defaults, with its cross-validated intervals. Elsewhere the chip keeps its own efficiency "
     "(its calibration; a chip-family profile with the engine's request overhead; spec defaults with the engine's step and "
-    "request overheads). "
-    "Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults; elsewhere the chip's own efficiency, which "
+    "request overheads)."
+)
+# What an estimate that names no engine runs under (a plan or fleet tries the engines instead: their own help texts).
+ESTIMATE_WITHOUT_ENGINE = (
+    " Without it, no engine's scheduler and, on NVIDIA GPUs, spec defaults; elsewhere the chip's own efficiency, which "
     "spends no time before the prefill (no request overhead)."
+)
+SEARCH_WITHOUT_ENGINE = (
+    "tries each chip under every engine with a fitted profile that runs on it (a chip none runs on as it is)."
 )
 
 
@@ -259,7 +265,7 @@ class EstimateInputSerializer(WorkloadSerializer):
     efficiency = EfficiencySerializer(required=False)
     offering = SlugOf(Offering, required=False)
     disaggregated = serializers.BooleanField(default=False)
-    serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP)
+    serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP + ESTIMATE_WITHOUT_ENGINE)
     scheduler = ServerSettingsSerializer(
         required=False,
         help_text="What the server's command line sets over its engine's defaults (vLLM's --max-num-seqs, --max-num-batched-tokens, "
@@ -357,7 +363,7 @@ class PlanInputSerializer(PlanLabelsSerializer):
     disaggregated = serializers.BooleanField(default=False)
     serving_engine = ServingEngineName(
         required=False, help_text=SERVING_ENGINE_HELP + " A plan naming one searches the chips it runs on, at the weight dtypes it serves; "
-        "a plan naming none tries each chip under every engine with a fitted profile that runs on it (a chip none runs on as it is)."
+        "a plan naming none " + SEARCH_WITHOUT_ENGINE
     )  # fmt: skip
     scheduler = ServerSettingsSerializer(
         required=False,

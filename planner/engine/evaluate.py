@@ -218,8 +218,9 @@ def _evaluate_one_decoding(
     # 1 - exp(-n) with n = concurrency_needed / replicas, and idles the rest (cost.power_fraction).
     rated = workload.request_rate_per_s is not None and not workload.looped
     busy = -np.expm1(-np.nan_to_num(serve.concurrency_needed, nan=np.inf) / hw.replicas) if rated else 1.0
-    watts = hw.tdp_watts * power_fraction(mfu, mbu, busy)
     total_chips = grid.chip_count + serve.prefill_chips
+    watts = hw.tdp_watts * _mean_power_fraction(power_fraction(mfu, mbu, busy), grid, hw, serve, shared.prefill, shared.prefill_one_s,
+                                                 outcome.delivered_tokens)  # fmt: skip
     out = {
         "reason": _reasons(ctx, grid, hw, mem, serve, no_math),
         "ttft_s": serve.ttft_s,
@@ -252,6 +253,25 @@ def _evaluate_one_decoding(
     out["decode_intensity_flop_per_byte"] = step.intensity_flop_per_byte
     out["decode_bound"] = step.bound
     return out
+
+
+def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, prefill_one_s, delivered_tokens: float) -> np.ndarray:
+    """The draw per chip, as a share of TDP, averaged over the configuration's chips. A disaggregated prefill pool draws at
+    its own operating point (one prompt's MFU or MBU, compute-bound at any length that matters) for the share of the time
+    its replicas prefill: the served requests x one prefill (`prefill_one_s`, as the serving model times it: none
+    without a prompt) over the pool's replicas, at most all of it (the pool's utilisation, the M/D/c rho of
+    serving.py); idle the rest. The decode chips draw at theirs (`decode_fraction`)."""
+    pool = serve.prefill_chips
+    if not np.any(pool > 0):
+        return decode_fraction
+    time_s = np.maximum(prefill.time_s, 1e-30)
+    utilisation = np.maximum(prefill.flops_per_chip / (time_s * np.maximum(hw.peak_flops_per_s, 1e-30)),
+                             prefill.bytes_per_chip / (time_s * hw.bandwidth_bytes_per_s))  # fmt: skip
+    chips_per_replica = hw.tensor_parallel * hw.pipeline_parallel * hw.attention_data_parallel
+    requests_per_s = np.nan_to_num(serve.served_output_tokens_per_s, nan=0.0, posinf=0.0) / max(delivered_tokens, 1.0)
+    busy = np.clip(np.nan_to_num(requests_per_s * prefill_one_s * chips_per_replica / np.maximum(pool, 1e-30), nan=0.0), 0.0, 1.0)
+    prefill_fraction = power_fraction(utilisation, np.zeros_like(utilisation), busy)
+    return (grid.chip_count * decode_fraction + pool * prefill_fraction) / (grid.chip_count + pool)
 
 
 def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s, prefill_tokens):

@@ -112,7 +112,8 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
        "dense weights on, though a MoE model's experts may run on slower ones)", nullable=True, label="MFU", format="percent", validated=True, csv="mfu"),
     _f("mbu", "", "achieved bytes/s / peak memory bandwidth (decode)", nullable=True, label="MBU", format="percent", validated=True, csv="mbu"),
     _f("power_w_per_chip", "W", "modelled mean draw per chip: at this operating point while it serves, idle for the share of the time "
-       "a request rate leaves it idle", nullable=True),
+       "a request rate leaves it idle; with a disaggregated prefill pool, the chip-weighted mean of the decode chips' draw and "
+       "the pool's (at one prefill's operating point for the share of the time it prefills)", nullable=True),
     _f("energy_per_output_token_j", "J", "energy per served output token at the modelled draw", nullable=True,
        csv="energy_per_output_token_j"),
     _f("energy_per_output_token_upper_j", "J", "energy per served output token at TDP: an upper bound", nullable=True),

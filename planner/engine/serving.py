@@ -206,8 +206,13 @@ def serving_metrics(
     throughput = concurrency / cycle_per_token
     looped = bool(closed_loop and clients)
     if disaggregated:
-        # Prefill pool sized for the rate; a closed loop sizes it for the highest rate it can send.
-        pool_rate = pool_ceiling_rate(np.minimum(concurrency, clients), prefill_one, streamed) if looped else (rate or 0.0)
+        # Prefill pool sized for the rate; a closed loop sizes it for the highest rate it can send; without either, for the
+        # requests the decode replicas finish at their full batch (each holds its slot for its `generated` steps), so
+        # that the pool keeps that batch fed.
+        if looped:
+            pool_rate = pool_ceiling_rate(np.minimum(concurrency, clients), prefill_one, streamed)
+        else:
+            pool_rate = rate if rate else throughput / generated
         pool_replicas = pool_replicas_for(pool_rate, prefill_one)
 
         def queue(x):

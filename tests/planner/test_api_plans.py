@@ -190,6 +190,8 @@ def test_a_plan_searches_every_chip_under_each_fitted_serving_engine_that_runs_o
             continue
         engine = r["serving_engine"]
         assert engine in runs_on[r["chip_slug"]] and r["chip_name"].endswith(engine)
+        if r["efficiency_source"].startswith("calibration"):
+            continue  # runs measured on the chip speak for it (under some engine, its host costs with them)
         if chips[r["chip_slug"]].vendor == "NVIDIA" and r["chip_kind"] == "gpu":
             assert r["efficiency_source"] == f"fitted serving-engine profile ({engine})"
         else:
