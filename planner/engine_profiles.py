@@ -5,6 +5,7 @@ to NVIDIA's silicon measurements (planner/engine/fit.py; written by `manage.py a
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,6 +74,15 @@ VARIANT = "@"  # "nvidia-h100-sxm@vLLM": one chip under one engine's profile, in
 
 def variant_slug(chip_slug: str, engine: str) -> str:
     return f"{chip_slug}{VARIANT}{engine}"
+
+
+_NAMED_VARIANT = re.compile(rf"([\w.-]+){VARIANT}([\w.-]+)")
+
+
+def readable(text: str) -> str:
+    """A reason or warning naming a searched variant ("one amd-mi210@SGLang has ...") as a reader says it ("one
+    amd-mi210 under SGLang has ...")."""
+    return _NAMED_VARIANT.sub(r"\1 under \2", text)
 
 
 def split_variant(slug: str) -> tuple[str, str | None]:

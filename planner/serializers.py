@@ -209,7 +209,8 @@ ESTIMATE_WITHOUT_ENGINE = (
     "spends no time before the prefill (no request overhead)."
 )
 SEARCH_WITHOUT_ENGINE = (
-    "tries each chip under every engine with a fitted profile that runs on it (a chip none runs on as it is)."
+    "tries each chip under every engine that has a fitted profile and runs on it (a chip none of them runs on is tried "
+    "without an engine)."
 )
 
 

@@ -48,6 +48,7 @@ from planner.engine_profiles import (
     engine_variants,
     profile_label,
     profiled,
+    readable,
     serving_engines,
     split_variant,
     variant_slug,
@@ -353,6 +354,8 @@ def _row(
     row["intervals"] = json_safe(prediction_intervals(row, chip=chip, serving_engine=serving_engine if profiled(serving_engine, chip) else None,
                                                       disaggregated=result.results.context.disaggregated))  # fmt: skip
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
+    for key in ("reasons", "warnings"):  # they name the searched variant's slug
+        row[key] = [readable(text) for text in row.get(key) or []]
     row["candidate_index"] = int(i)
     return row
 
@@ -486,7 +489,7 @@ def plan_search_run(
         "pareto_cost_tpot": [row(i) for i in result.pareto_cost_tpot[:50]],
         "pareto_cost_ttft": [row(i) for i in result.pareto_cost_ttft[:50]],
         "infeasible": [
-            {"reason": g.name, "count": int(g.count), "example": g.example, "example_configuration": row(g.example_index)}
+            {"reason": g.name, "count": int(g.count), "example": readable(g.example), "example_configuration": row(g.example_index)}
             for g in streamed.infeasible
         ],
         "over_budget_count": streamed.over_budget if budget is not None else 0,

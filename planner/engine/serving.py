@@ -11,7 +11,8 @@ chips with decoding, so the time per output token a user sees is
 total throughput = concurrency / (step + b * prefill per prompt / G)
 (docs/planner_math.md#serving). With prefill/decode disaggregation
 (DistServe, OSDI 2024; Splitwise, ISCA 2024) a separate pool prefills, so TPOT
-is the bare decode step and the prefill pool is sized from the request rate.
+is the bare decode step and the prefill pool is sized from the request rate (without one, from the
+requests the decode batch finishes).
 
 Queueing (docs/planner_math.md#serving), with a request rate lambda:
 - colocated, each replica is one prefill server whose service per prompt is the batched
@@ -218,7 +219,7 @@ def serving_metrics(
         def queue(x):
             return mdc_wait_s(x, prefill_one, pool_replicas), x * prefill_one / pool_replicas
 
-        prefill_chips = pool_replicas * chips_per_replica if needs_prefill else np.zeros_like(tpot)  # one replica without a rate
+        prefill_chips = pool_replicas * chips_per_replica if needs_prefill else np.zeros_like(tpot)
     else:
 
         def queue(x):

@@ -12,8 +12,8 @@ from frontend.templatetags.hwformat import usd
 from planner.models import FleetPlan
 from tests.frontend.test_csp import inline_code
 
-# Two classes on GPUs of up to 8 chips (each under every fitted engine that runs on it: about 104,000 configurations a
-# class), a fleet the request plans inline in about a second with the inline limit raised (inline_fleets below).
+# Two classes on GPUs of up to 8 chips (each chip under every fitted engine that runs on it: about 104,000
+# configurations in all), a fleet the request plans inline in about a second with the inline limit raised (inline_fleets below).
 FLEET_FORM = {
     "model": "llama-3.1-8b", "name": "two classes", "kinds": ["gpu"], "max_chips": "8", "ownership": "any", "apply_to": "owned",
     "months": "1", "monthly_growth": "0",

@@ -172,3 +172,11 @@ def test_a_bad_matrix_dtype_list_is_refused_naming_the_field(db, value, says):
     with pytest.raises(ValidationError) as err:
         engine.full_clean()
     assert says in err.value.message_dict["cpu_matrix_dtypes"][0]
+
+
+def test_a_reason_names_a_searched_variant_as_its_chip_under_its_engine():
+    from planner.engine_profiles import readable
+
+    assert readable("one amd-mi210@SGLang has 68.7 GB; 2 x nvidia-h100-sxm@TensorRT-LLM (TP 2)") == (
+        "one amd-mi210 under SGLang has 68.7 GB; 2 x nvidia-h100-sxm under TensorRT-LLM (TP 2)")
+    assert readable("llama-3.1-70b needs 141 GB of weights") == "llama-3.1-70b needs 141 GB of weights"

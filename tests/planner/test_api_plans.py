@@ -182,6 +182,8 @@ def test_a_plan_searches_every_chip_under_each_fitted_serving_engine_that_runs_o
     runs_on = {slug: {e.profile for e in fitted if engine_refusal(e, c) is None} for slug, c in chips.items()}
     assert {r["chip_kind"] for r in rows} >= {"gpu", "cpu", "lpu", "other"}
     assert {r["serving_engine"] for r in rows if r["chip_slug"].startswith("amd-mi")} in ({"SGLang"}, {"vLLM"}, {"SGLang", "vLLM"})
+    examples = [g["example"] for g in plan["results"]["infeasible"]]
+    assert not any("@" in text for r in rows for text in r["reasons"] + r["warnings"] + examples)  # "amd-mi210 under SGLang"
     for r in rows:
         assert "@" not in r["chip_slug"]
         if not runs_on[r["chip_slug"]]:

@@ -35,7 +35,9 @@ class Command(BaseCommand):
         parser.add_argument("--interruptible", action="append", default=[], metavar="CLASS",
                             help="a class that may run on spot capacity (batch work); repeat per class")  # fmt: skip
         parser.add_argument("--hardware", help="JSON: the hardware filter, as for plans")
-        parser.add_argument("--serving-engine", help="one serving engine's fitted profile (NVIDIA GPUs only); absent: every profile competes")
+        parser.add_argument("--serving-engine",
+                            help="a catalog serving engine by slug, name or alias; unset: each chip under every engine that has a fitted "
+                                 "profile and runs on it")  # fmt: skip
         parser.add_argument("--limits", help='JSON, e.g. {"wall_kw_max": 200, "apply_to": "all"}')
         parser.add_argument("--horizon", help='JSON, e.g. {"months": 12, "monthly_growth": 0.08}')
         parser.add_argument("--json", dest="as_json", action="store_true", help="print the stored fleet as the API returns it")
