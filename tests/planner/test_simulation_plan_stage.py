@@ -222,3 +222,17 @@ def test_the_stage_caps_each_simulated_replica_at_its_share_of_the_rows_batch(ca
     assert simulation_services.row_max_sequences({"batch": 16, "replicas": 2}) == 8
     assert simulation_services.row_max_sequences({"batch": 15, "replicas": 2}) == 8  # rounded up, as the planner shares it
     assert simulation_services.row_max_sequences({"batch": 5}) == 5
+
+
+def test_chips_outside_nvidia_are_simulated_under_the_engine_their_row_names(catalog, token_client):
+    """A plan naming no engine tries an AMD GPU under SGLang and vLLM: the stage finds each such row's variant (its chip
+    under its engine) and simulates it, as it does an NVIDIA GPU's."""
+    body = {**SLO_PLAN, "hardware": {"chips": ["amd-mi300x", "amd-mi355x"], "max_chips": 2, "weight_dtypes": ["bf16", "fp8"]}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 201, response.json()
+    simulated = _stage_rows(response.json())
+    assert simulated and {r["serving_engine"] for r in simulated} <= {"SGLang", "vLLM"}
+    for row in simulated:
+        sim = row["simulation"]
+        assert "error" not in sim and sim["ttft_s"]["p95"] > 0 and sim["goodput_requests_per_s"] >= 0, sim
+        assert row["efficiency_source"].endswith(f"with {row['serving_engine']}'s request overhead")
