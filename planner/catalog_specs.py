@@ -98,7 +98,7 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
         max_batch_sequences=engine.max_batch_sequences, prefill_token_budget=engine.prefill_token_budget,
         prefill_runs_alone=engine.prefill_runs_alone,
         cpu_matrix_dtypes=tuple(engine.cpu_matrix_dtypes) if engine.cpu_matrix_dtypes is not None else None,
-        cpu_matrix_experts=engine.cpu_matrix_experts,
+        cpu_matrix_experts=engine.cpu_matrix_experts, weight_dtypes=tuple(engine.weight_dtypes) or None,
         moe_dispatch=engine.moe_dispatch, attention_dp_dense=engine.attention_dp_dense,
     )  # fmt: skip
 

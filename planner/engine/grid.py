@@ -125,9 +125,11 @@ class _ChipBlock:
 
 
 def _chip_blocks(spec: GridSpec) -> list[_ChipBlock]:
-    w_codes = [DTYPE_CODE[d] for d in spec.weight_dtypes]
     blocks = []
     for chip_index, chip in enumerate(spec.chips):
+        # A chip under a serving engine is searched at the weight dtypes the engine serves only.
+        served = chip.scheduler.weight_dtypes if chip.scheduler is not None else None
+        w_codes = [DTYPE_CODE[d] for d in spec.weight_dtypes if served is None or d in served]
         layouts = policy_for(chip).layouts(
             chip, spec.model, spec.weight_dtypes, max_chip_count=spec.max_chip_count, tensor_parallel_options=spec.tensor_parallel_options
         )

@@ -53,6 +53,8 @@ class Scheduler:
         (Intel AMX); None: every dtype. The others run on its vector units (ChipSpec.math_peak_flops_per_s).
     cpu_matrix_experts: whether a MoE model's routed-expert GEMMs run on the matrix units too (llama.cpp's
         AMX kernels take plain matrix multiplies, not the experts' MUL_MAT_ID: False).
+    weight_dtypes: the weight dtypes the engine serves (the catalog's list); a search builds no candidate of another
+        on a chip under this engine (grid.py). None: every dtype.
     """
 
     engine: str
@@ -65,8 +67,14 @@ class Scheduler:
     prefill_runs_alone: bool = False
     cpu_matrix_dtypes: tuple[str, ...] | None = None
     cpu_matrix_experts: bool = True
+    weight_dtypes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        for name in ("cpu_matrix_dtypes", "weight_dtypes"):
+            if (dtypes := getattr(self, name)) is not None and (unknown := sorted(set(dtypes) - set(DTYPES))):
+                raise ValueError(f"{self.engine}: unknown dtypes in {name}: {unknown}")
+        if self.weight_dtypes is not None:
+            object.__setattr__(self, "weight_dtypes", tuple(self.weight_dtypes))
         if self.cpu_matrix_dtypes is not None:
             object.__setattr__(self, "cpu_matrix_dtypes", tuple(self.cpu_matrix_dtypes))
             if unknown := sorted(set(self.cpu_matrix_dtypes) - set(DTYPES)):

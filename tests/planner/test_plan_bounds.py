@@ -140,3 +140,28 @@ def test_a_narrower_request_under_the_inline_size_is_searched_in_the_request(cat
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 201 and response.json()["status"] == "done"
     assert response.json()["candidate_count"] == count
+
+
+def test_a_chip_under_a_serving_engine_is_searched_only_at_the_weight_dtypes_the_engine_serves():
+    from dataclasses import replace
+
+    from planner.engine.specs import Scheduler
+    from planner.engine.units import DTYPE_CODE
+
+    bf16_only = replace(h100_sxm(), slug="nvidia-h100-sxm@bf16-engine", scheduler=Scheduler(engine="bf16-engine", kv_memory_fraction=0.9,
+                                                                                             weight_dtypes=("bf16",)))  # fmt: skip
+    options = {"weight_dtypes": ("fp32", "bf16", "fp8")}
+    grid = cartesian_grid(llama_3_1_70b(), (h100_sxm(), bf16_only), **options)
+    assert grid_size(GridSpec(model=llama_3_1_70b(), chips=(h100_sxm(), bf16_only), **options)) == len(grid)
+    assert set(grid.weight_dtype[grid.chip_index == 1].tolist()) == {DTYPE_CODE["bf16"]}
+    assert set(grid.weight_dtype[grid.chip_index == 0].tolist()) == {DTYPE_CODE[d] for d in options["weight_dtypes"]}
+    assert (grid.chip_index == 0).sum() == 3 * (grid.chip_index == 1).sum()
+
+
+def test_a_plan_naming_no_engine_tries_tensorrt_llm_at_no_weight_dtype_it_does_not_serve(catalog):
+    """TensorRT-LLM serves no fp32 weights (its catalog entry): at fp32 only vLLM and SGLang are tried on an H100."""
+    hardware = {"chips": ["nvidia-h100-sxm"], "max_chips": 8}
+    fp32 = services.plan_search_prepare(data=_prepared({**HUGE, "decodings": [{"method": "ar"}], "hardware": {**hardware, "weight_dtypes": ["fp32"]}}))
+    bf16 = services.plan_search_prepare(data=_prepared({**HUGE, "decodings": [{"method": "ar"}], "hardware": {**hardware, "weight_dtypes": ["bf16"]}}))
+    assert len(fp32.specs) == len(bf16.specs) == 3
+    assert 3 * fp32.candidates == 2 * bf16.candidates
