@@ -139,7 +139,8 @@ def engine_refusal(engine: ServingEngine, chip: Chip, weight_dtype: str | None =
 def engines_running_on(chips: list[Chip], names) -> dict[str, tuple[str, ...]]:
     """By chip slug, the serving engines of `names` (catalog names, slugs or fitted profiles) that run on the chip
     (engine_refusal, any weight dtype): what a plan tries each chip under."""
-    engines = [(name, serving_engine_named(name)) for name in names]
+    by_name = serving_engines_by_name()  # one query for every name
+    engines = [(name, by_name.get(name_key(name))) for name in names]
     return {chip.slug: tuple(name for name, engine in engines if engine is not None and engine_refusal(engine, chip) is None) for chip in chips}
 
 

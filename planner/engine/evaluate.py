@@ -265,12 +265,12 @@ def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, p
     if not np.any(pool > 0):
         return decode_fraction
     time_s = np.maximum(prefill.time_s, 1e-30)
-    utilisation = np.maximum(prefill.flops_per_chip / (time_s * np.maximum(hw.peak_flops_per_s, 1e-30)),
-                             prefill.bytes_per_chip / (time_s * hw.bandwidth_bytes_per_s))  # fmt: skip
+    prefill_mfu = prefill.flops_per_chip / (time_s * np.maximum(hw.peak_flops_per_s, 1e-30))
+    prefill_mbu = prefill.bytes_per_chip / (time_s * hw.bandwidth_bytes_per_s)
     chips_per_replica = hw.tensor_parallel * hw.pipeline_parallel * hw.attention_data_parallel
     requests_per_s = np.nan_to_num(serve.served_output_tokens_per_s, nan=0.0, posinf=0.0) / max(delivered_tokens, 1.0)
     busy = np.clip(np.nan_to_num(requests_per_s * prefill_one_s * chips_per_replica / np.maximum(pool, 1e-30), nan=0.0), 0.0, 1.0)
-    prefill_fraction = power_fraction(utilisation, np.zeros_like(utilisation), busy)
+    prefill_fraction = power_fraction(prefill_mfu, prefill_mbu, busy)
     return (grid.chip_count * decode_fraction + pool * prefill_fraction) / (grid.chip_count + pool)
 
 

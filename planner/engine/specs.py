@@ -73,12 +73,8 @@ class Scheduler:
         for name in ("cpu_matrix_dtypes", "weight_dtypes"):
             if (dtypes := getattr(self, name)) is not None and (unknown := sorted(set(dtypes) - set(DTYPES))):
                 raise ValueError(f"{self.engine}: unknown dtypes in {name}: {unknown}")
-        if self.weight_dtypes is not None:
-            object.__setattr__(self, "weight_dtypes", tuple(self.weight_dtypes))
-        if self.cpu_matrix_dtypes is not None:
-            object.__setattr__(self, "cpu_matrix_dtypes", tuple(self.cpu_matrix_dtypes))
-            if unknown := sorted(set(self.cpu_matrix_dtypes) - set(DTYPES)):
-                raise ValueError(f"{self.engine}: unknown dtypes in cpu_matrix_dtypes: {unknown}")
+            if dtypes is not None:
+                object.__setattr__(self, name, tuple(dtypes))
         if not 0.0 < self.kv_memory_fraction <= 1.0:
             raise ValueError(f"{self.engine}: kv_memory_fraction must be in (0, 1]")
         if self.moe_dispatch not in ("all_to_all", "all_gather"):
