@@ -23,6 +23,7 @@ from .deployment import Deployment
 from .parallel import largest_tensor_parallel
 from .simulation.simulate import SchedulerOptions
 from .specs import ChipSpec, ModelSpec, Workload
+from .units import DTYPES
 
 METRICS = ("decode_tokens_per_s_per_user", "output_tokens_per_s", "ttft_s", "tpot_s", "speedup_vs_ar")
 CLOSED_LOOP = "closed_loop"
@@ -174,9 +175,11 @@ PREFILL_ALONE = {"": None, "true": True, "false": False}  # the column's values,
 
 def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
     """The scheduler knobs a row's server command set (the optional columns max_sequences, token_budget,
-    memory_fraction and prefill_alone; each empty or absent leaves the engine's default): SGLang's --max-running-requests, vLLM's --max-num-seqs and TensorRT-LLM's
-    --max_batch_size as `max_sequences`, the prompt tokens a step may take as `token_budget`, the engine's memory knob
-    under its own rule as `memory_fraction`, `prefill_alone` true or false (benchmarks/measurements/README.md)."""
+    memory_fraction and prefill_alone; each empty or absent leaves the engine's default): SGLang's
+    --max-running-requests, vLLM's --max-num-seqs and TensorRT-LLM's --max_batch_size as `max_sequences`, the prompt
+    tokens a step may take as `token_budget`, the engine's memory knob under its own rule as `memory_fraction`,
+    `prefill_alone` true or false; and what its build multiplies on a CPU's matrix units, `cpu_matrix_dtypes`
+    (benchmarks/measurements/README.md)."""
 
     def text(name: str) -> str:
         return (r.get(name) or "").strip()
@@ -200,7 +203,21 @@ def server_settings(r: Mapping[str, str]) -> SchedulerOptions:
     if alone.lower() not in PREFILL_ALONE:
         raise ValueError(f"prefill_alone {alone!r} is not true or false")
     return SchedulerOptions(max_sequences=whole("max_sequences"), token_budget=whole("token_budget"),
-                            memory_fraction=number("memory_fraction"), prefill_alone=PREFILL_ALONE[alone.lower()])  # fmt: skip
+                            memory_fraction=number("memory_fraction"), prefill_alone=PREFILL_ALONE[alone.lower()],
+                            cpu_matrix_dtypes=cpu_matrix_dtypes(text("cpu_matrix_dtypes")))  # fmt: skip
+
+
+def cpu_matrix_dtypes(text: str) -> tuple[str, ...] | None:
+    """The column `cpu_matrix_dtypes`: the weight dtypes the run's build multiplies on a CPU's matrix units, separated by
+    spaces; `none` for a build without matrix-unit kernels; empty, the engine's default (specs.Scheduler)."""
+    if not text:
+        return None
+    if text.lower() == "none":
+        return ()
+    named = tuple(text.split())
+    if unknown := [d for d in named if d not in DTYPES]:
+        raise ValueError(f"cpu_matrix_dtypes {text!r}: {', '.join(unknown)} is not a weight dtype ({', '.join(DTYPES)}) or none")
+    return named
 
 
 def decoding_from_params(kind: str, params: Mapping, draft: ModelSpec | None = None) -> Decoding:

@@ -43,6 +43,9 @@ class SchedulerOptions:
     # Whether a step that prefills runs without the decodes (SGLang's default; vLLM's V0 scheduler with chunked prefill
     # off) or prefill chunks and decodes share steps (vLLM V1, TensorRT-LLM). None: the engine's default.
     prefill_alone: bool | None = None
+    # On a CPU, the weight dtypes whose GEMMs the run's build multiplies on the chip's matrix units (specs.Scheduler's
+    # field; () for none: a build without those kernels, such as llama.cpp before its AMX backend). None: the engine's.
+    cpu_matrix_dtypes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
@@ -53,10 +56,11 @@ class SchedulerOptions:
 
     def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
         """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
-        named): the memory fraction and prefill mode, and with `caps` the batch cap and prefill token budget, which the
-        closed form reads off the scheduler (the simulator takes those two as its own arguments); unchanged where the
-        options keep the defaults."""
-        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone)]
+        named): the memory fraction, prefill mode and CPU matrix-unit dtypes, and with `caps` the batch cap and prefill
+        token budget, which the closed form reads off the scheduler (the simulator takes those two as its own arguments);
+        unchanged where the options keep the defaults."""
+        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone),
+                 ("cpu_matrix_dtypes", self.cpu_matrix_dtypes)]  # fmt: skip
         if caps:
             named += [("max_batch_sequences", self.max_sequences), ("prefill_token_budget", self.token_budget)]
         changes = {name: value for name, value in named if value is not None}
@@ -66,7 +70,7 @@ class SchedulerOptions:
         return dataclasses.replace(chip, scheduler=dataclasses.replace(scheduler, **changes))
 
     def applied(self, deployment: Deployment) -> Deployment:
-        """`deployment` with these options' memory fraction and prefill mode in its chip's serving-engine scheduler
+        """`deployment` with these options' memory fraction, prefill mode and CPU matrix-unit dtypes in its chip's scheduler
         (configured); unchanged where they keep the defaults."""
         chip = self.configured(deployment.chip, caps=False)
         return deployment if chip is deployment.chip else dataclasses.replace(deployment, chip=chip)

@@ -21,6 +21,7 @@ from planner.engine.accuracy import (
 )
 
 from .factories import a100_sxm_80gb, h100_sxm, llama_2_7b, llama_2_70b
+from .test_scheduler_defaults import LLAMA_CPP_LIKE, _xeon
 
 HEADER = (
     "id,model,chip,chip_count,tensor_parallel,weight_dtype,kv_dtype,batch,prompt_tokens,output_tokens,decoding,decoding_params,"
@@ -229,9 +230,35 @@ def test_the_server_settings_replace_only_what_they_name():
     assert half.usable_bytes_per_chip == pytest.approx(0.5 * 80e9) and half.max_concurrency < whole.max_concurrency
 
 
+def test_a_build_without_a_cpus_matrix_kernels_prefills_on_its_vector_units():
+    """`cpu_matrix_dtypes` none: a llama.cpp build from before its AMX backend (the ITREX release data's ggml of 2023)
+    multiplies its int4 weights on an AMX Xeon's AVX-512 units, 4x the fp32 FMA rate rather than AMX's 32x; the
+    column left empty keeps the engine's own list (the catalog's llama.cpp: int8 and int4 on the tiles)."""
+    header = SETTINGS_HEADER + ",cpu_matrix_dtypes"
+    line = "g,llama-2-7b,xeon,1,1,int4,,1,1024,32,ar,,ttft_s,1,ggml,src,,,,,,,,{matrix}"
+    xeon = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    old, current = (read_measurements([header, line.format(matrix=m)])[0] for m in ("none", ""))
+    assert old.server.cpu_matrix_dtypes == () and current.server.cpu_matrix_dtypes is None
+    assert old.server.configured(xeon).scheduler == dataclasses.replace(LLAMA_CPP_LIKE, cpu_matrix_dtypes=())
+    built = old.server.configured(xeon)
+    assert built.math_peak_flops_per_s("int8", "int4") == pytest.approx(4 * 7.168e12)  # VNNI: 4x the fp32 FMA rate
+    assert xeon.math_peak_flops_per_s("int8", "int4") == pytest.approx(229.376e12)  # AMX: 32x
+    on_vector, on_amx = (predict_row(r, llama_2_7b(), xeon) for r in (old, current))
+    # The GEMMs at an eighth of the rate; the attention (16-bit, on AVX-512 under llama.cpp either way) unchanged.
+    assert 3 * on_amx.prefill.compute_s < on_vector.prefill.compute_s < 8 * on_amx.prefill.compute_s
+    assert on_vector.ttft_s > 3 * on_amx.ttft_s
+    assert any("llama.cpp runs int4 weights' GEMMs on xeon's vector units" in w for w in on_vector.warnings)
+    # Named dtypes replace the engine's list; on a chip with no serving engine named the build's list still applies.
+    listed = read_measurements([header, line.format(matrix="int8 bf16")])[0].server
+    assert listed.configured(xeon).scheduler.cpu_matrix_dtypes == ("int8", "bf16")
+    bare = predict_row(old, llama_2_7b(), _xeon())
+    assert any("the engine runs int4 weights' GEMMs on xeon's vector units" in w for w in bare.warnings)
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
+        (",,,,int3", "cpu_matrix_dtypes 'int3': int3 is not a weight dtype"),
         ("0,,,", "max_sequences must be at least 1"),
         ("8.5,,,", "max_sequences '8.5' is not a whole number"),
         (",-1,,", "token_budget must be at least 1"),
@@ -244,5 +271,5 @@ def test_the_server_settings_replace_only_what_they_name():
 def test_a_server_setting_the_reader_cannot_read_is_refused_naming_the_row(settings, message):
     line = f"bad,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,8,128,128,ar,,ttft_s,1,vLLM,src,,closed_loop,,{settings}"
     with pytest.raises(ValueError, match="row bad: ") as refused:
-        read_measurements([SETTINGS_HEADER, line])
+        read_measurements([SETTINGS_HEADER + ",cpu_matrix_dtypes", line])
     assert message in str(refused.value)
