@@ -13,8 +13,9 @@ whose inputs the source does not state, is listed with the reason and counted ap
 
 The engine runs as the benchmark configured it: a row's `kv_dtype`, `max_sequences`, `token_budget`,
 `memory_fraction` and `prefill_alone` (read off its server command, or off its engine version's documented
-behaviour) are the simulation's, as a request giving them would set them (SchedulerOptions); left empty, the
-catalog engine's defaults apply.
+behaviour) are the simulation's, as a request giving them would set them (SchedulerOptions), and so, on a CPU, is
+its build's `cpu_matrix_dtypes` (benchmarks/measurements/README.md); left empty, the catalog engine's defaults
+apply.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from ..chips import policy_for
 from ..deployment import Deployment
 from ..efficiency import Calibration, Override
 from ..specs import ChipSpec, ModelSpec, Scheduler, Workload
-from ..units import KV_BLOCK_TOKENS
+from ..units import DTYPES, KV_BLOCK_TOKENS
 from .disaggregated import kv_transfer_for, simulate_disaggregated_with_cost
 from .results import SimulationResult, Slos, summarise
 from .replicas import merge_schedules, split_round_robin
@@ -53,6 +53,10 @@ class SchedulerOptions:
         for name in ("token_budget", "max_sequences"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
+        if self.cpu_matrix_dtypes is not None:
+            if unknown := sorted(set(self.cpu_matrix_dtypes) - set(DTYPES)):
+                raise ValueError(f"cpu_matrix_dtypes: unknown weight dtypes {unknown}")
+            object.__setattr__(self, "cpu_matrix_dtypes", tuple(self.cpu_matrix_dtypes))
 
     def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
         """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
@@ -64,6 +68,8 @@ class SchedulerOptions:
         if caps:
             named += [("max_batch_sequences", self.max_sequences), ("prefill_token_budget", self.token_budget)]
         changes = {name: value for name, value in named if value is not None}
+        if self.cpu_matrix_dtypes is not None and chip.kind != "cpu":
+            raise ValueError(f"cpu_matrix_dtypes is a CPU build's setting; {chip.slug} is a {chip.kind}")
         if not changes:
             return chip
         scheduler = chip.scheduler or Scheduler(engine="", kv_memory_fraction=policy_for(chip).usable_memory_fraction)

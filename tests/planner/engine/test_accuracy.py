@@ -20,8 +20,8 @@ from planner.engine.accuracy import (
     summarize,
 )
 
-from .factories import a100_sxm_80gb, h100_sxm, llama_2_7b, llama_2_70b
-from .test_scheduler_defaults import LLAMA_CPP_LIKE, _xeon
+from .factories import a100_sxm_80gb, h100_sxm, llama_2_7b, llama_2_70b, xeon_8480plus
+from .test_scheduler_defaults import LLAMA_CPP_LIKE
 
 HEADER = (
     "id,model,chip,chip_count,tensor_parallel,weight_dtype,kv_dtype,batch,prompt_tokens,output_tokens,decoding,decoding_params,"
@@ -236,7 +236,7 @@ def test_a_build_without_a_cpus_matrix_kernels_prefills_on_its_vector_units():
     column left empty keeps the engine's own list (the catalog's llama.cpp: int8 and int4 on the tiles)."""
     header = SETTINGS_HEADER + ",cpu_matrix_dtypes"
     line = "g,llama-2-7b,xeon,1,1,int4,,1,1024,32,ar,,ttft_s,1,ggml,src,,,,,,,,{matrix}"
-    xeon = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    xeon = dataclasses.replace(xeon_8480plus(), scheduler=LLAMA_CPP_LIKE)
     old, current = (read_measurements([header, line.format(matrix=m)])[0] for m in ("none", ""))
     assert old.server.cpu_matrix_dtypes == () and current.server.cpu_matrix_dtypes is None
     assert old.server.configured(xeon).scheduler == dataclasses.replace(LLAMA_CPP_LIKE, cpu_matrix_dtypes=())
@@ -251,8 +251,21 @@ def test_a_build_without_a_cpus_matrix_kernels_prefills_on_its_vector_units():
     # Named dtypes replace the engine's list; on a chip with no serving engine named the build's list still applies.
     listed = read_measurements([header, line.format(matrix="int8 bf16")])[0].server
     assert listed.configured(xeon).scheduler.cpu_matrix_dtypes == ("int8", "bf16")
-    bare = predict_row(old, llama_2_7b(), _xeon())
+    bare = predict_row(old, llama_2_7b(), xeon_8480plus())
     assert any("the engine runs int4 weights' GEMMs on xeon's vector units" in w for w in bare.warnings)
+    # The serving simulator's path (caps=False, as SchedulerOptions.applied takes it) carries the build's list too.
+    assert old.server.configured(xeon, caps=False).scheduler.cpu_matrix_dtypes == ()
+
+
+def test_a_cpu_build_setting_on_a_row_that_is_not_on_a_cpu_is_refused():
+    header = SETTINGS_HEADER + ",cpu_matrix_dtypes"
+    line = "gpu,llama-2-7b,nvidia-h100-sxm,1,1,bf16,bf16,8,128,128,ar,,ttft_s,1,vLLM,src,,,,,,,,none"
+    row = read_measurements([header, line])[0]
+    with pytest.raises(ValueError, match="cpu_matrix_dtypes is a CPU build's setting; nvidia-h100-sxm is a gpu"):
+        predict_row(row, llama_2_7b(), h100_sxm())
+    with pytest.raises(ValueError, match="unknown weight dtypes"):
+        SchedulerOptions(cpu_matrix_dtypes=("int3",))
+    assert SchedulerOptions(cpu_matrix_dtypes=["int8"]) == SchedulerOptions(cpu_matrix_dtypes=("int8",))
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.specs import ChipSpec, Scheduler
+from planner.engine.specs import Scheduler
 
-from .factories import epyc_9654, h100_sxm, llama_3_1_8b, llama_3_1_70b, mixtral_8x7b
+from .factories import epyc_9654, h100_sxm, llama_3_1_8b, llama_3_1_70b, mixtral_8x7b, xeon_8480plus
 
 VLLM_LIKE = Scheduler(engine="vLLM", kv_memory_fraction=0.9)  # of the whole GPU
 TRT_LIKE = Scheduler(engine="TensorRT-LLM", kv_memory_fraction=0.9, kv_memory_of_free=True)  # of what the weights leave
@@ -66,20 +66,14 @@ LLAMA_CPP_LIKE = Scheduler(engine="llama.cpp", kv_memory_fraction=1.0, kv_memory
 AMX_LIKE = Scheduler(engine="SGLang", kv_memory_fraction=0.9)
 
 
-def _xeon() -> ChipSpec:
-    # A Xeon 8480+ socket as the catalog lists it: AMX gives 16x the fp32 FMA rate in bf16, 32x in int8.
-    return ChipSpec(slug="xeon", kind="cpu", vendor="Intel", memory_capacity_bytes=512e9, memory_bandwidth_bytes_per_s=307.2e9,
-                    peak_flops_per_s={"fp32": 7.168e12, "bf16": 114.688e12, "int8": 229.376e12})  # fmt: skip
-
-
 def test_an_engine_that_keeps_16_bit_weights_off_the_cpus_matrix_units_runs_them_at_the_vector_rate():
-    xeon = dataclasses.replace(_xeon(), scheduler=LLAMA_CPP_LIKE)
+    xeon = dataclasses.replace(xeon_8480plus(), scheduler=LLAMA_CPP_LIKE)
     assert xeon.math_peak_flops_per_s("bf16", "bf16") == pytest.approx(2 * 7.168e12)  # AVX512_BF16: 2 products a fp32 lane
     assert xeon.math_peak_flops_per_s("bf16", "int4") == pytest.approx(114.688e12)  # Q4 weights: AMX tiles
     # a MoE model's experts off the tiles even in Q4: int8 dot products against Q8 activations, AVX512_VNNI's four a lane
     assert xeon.math_peak_flops_per_s("bf16", "int4", experts=True) == pytest.approx(4 * 7.168e12)
     assert xeon.math_peak_flops_per_s("bf16", "fp16") == pytest.approx(7.168e12)  # ggml's F16 kernels convert to fp32
-    assert _xeon().math_peak_flops_per_s("bf16", "bf16") == pytest.approx(114.688e12)  # no engine named: the datasheet
+    assert xeon_8480plus().math_peak_flops_per_s("bf16", "bf16") == pytest.approx(114.688e12)  # no engine named: the datasheet
     # A CPU without AMX (an EPYC: bf16 at twice fp32 already) and a GPU keep their peaks under the same engine.
     epyc = dataclasses.replace(epyc_9654(), scheduler=LLAMA_CPP_LIKE)
     assert epyc.math_peak_flops_per_s("bf16", "bf16") == epyc_9654().peak_flops_per_s["bf16"]
@@ -89,7 +83,7 @@ def test_an_engine_that_keeps_16_bit_weights_off_the_cpus_matrix_units_runs_them
 
 def test_on_a_xeon_a_16_bit_prefill_under_llama_cpp_takes_eight_times_the_amx_engines_compute():
     model, workload = llama_3_1_8b(), Workload(prompt_tokens=4096, output_tokens=16)
-    amx, vector = (dataclasses.replace(_xeon(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
+    amx, vector = (dataclasses.replace(xeon_8480plus(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="bf16"), workload, batch=1) for c in (amx, vector))
     assert on_vector.prefill.compute_s == pytest.approx(8 * on_amx.prefill.compute_s, rel=1e-6)  # 16x fp32 against 2x
     assert any("llama.cpp runs bf16 weights' GEMMs on xeon's vector units" in w for w in on_vector.warnings)
@@ -107,7 +101,7 @@ def test_a_matrix_dtype_the_planner_does_not_know_is_refused():
 
 def test_under_llama_cpp_a_moe_models_experts_prefill_on_a_xeons_vector_units_and_the_estimate_says_so():
     model, workload = mixtral_8x7b(), Workload(prompt_tokens=4096, output_tokens=16)
-    amx, vector = (dataclasses.replace(_xeon(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
+    amx, vector = (dataclasses.replace(xeon_8480plus(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
     # AMX's 16x fp32 against VNNI's 4x: the experts' GEMMs take four times as long; the dense ones stay on the tiles
     assert on_vector.prefill.expert_compute_s == pytest.approx(4 * on_amx.prefill.expert_compute_s, rel=1e-6)
