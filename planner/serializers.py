@@ -272,7 +272,7 @@ class EstimateInputSerializer(WorkloadSerializer):
         help_text="What the server's command line sets over its engine's defaults (vLLM's --max-num-seqs, --max-num-batched-tokens, "
                   "--gpu-memory-utilization and their equivalents): a replica (an attention-DP rank) runs at most max_sequences, "
                   "token_budget sizes the activation workspace and a closed loop's prefill chunks, memory_fraction the memory the "
-                  "weights and KV cache may take.",
+                  "weights and KV cache may take; on a CPU, cpu_matrix_dtypes what the engine's build multiplies on the matrix units.",
     )  # fmt: skip
 
     def validate(self, attrs):
@@ -291,6 +291,9 @@ class EstimateInputSerializer(WorkloadSerializer):
                 {"weight_format": f"{weight_format} stores {FORMAT_DTYPE[weight_format]} weights; weight_dtype is {attrs['weight_dtype']}."}
             )
         check_engine(attrs)
+        chip = attrs["chip"]
+        if (attrs.get("scheduler") or {}).get("cpu_matrix_dtypes") is not None and chip.kind != "cpu":
+            raise serializers.ValidationError({"scheduler": {"cpu_matrix_dtypes": f"A CPU build's setting; {chip.slug} is a {chip.kind}."}})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         if "prompt_tokens" in attrs:  # a simulation (planner/simulation_serializers.py) checks its own lengths
             check_context(attrs["model"], attrs)
@@ -369,7 +372,8 @@ class PlanInputSerializer(PlanLabelsSerializer):
     scheduler = ServerSettingsSerializer(
         required=False,
         help_text="What the named serving_engine's command line sets over its defaults, as an estimate's scheduler takes it: every "
-                  "candidate runs under it. Needs serving_engine (each engine reads its memory fraction by its own rule).",
+                  "candidate runs under it (cpu_matrix_dtypes, a CPU build's, the CPU candidates only). Needs serving_engine (each "
+                  "engine reads its memory fraction by its own rule).",
     )  # fmt: skip
     pinned = serializers.BooleanField(default=False)
     rank_by = serializers.ChoiceField(

@@ -15,6 +15,7 @@ from rest_framework import serializers
 from inputs.serializers import StrictSerializer
 from planner.engine.simulation import MAX_SWEEP_RATES, Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos, Trace, WorkloadError
 from planner.engine.simulation.workload import ARRIVAL_KINDS, LENGTH_KINDS
+from planner.engine.units import DTYPES
 
 MAX_LENGTH_TOKENS = 10_000_000
 MAX_HISTOGRAM_BINS = 200
@@ -106,6 +107,13 @@ class ServerSettingsSerializer(StrictSerializer):
         help_text="The engine's memory knob under its own rule: vLLM's gpu_memory_utilization and SGLang's mem_fraction_static "
                   "(of the chip's memory), TensorRT-LLM's free_gpu_memory_fraction (of what the weights and activations leave); with no serving "
                   "engine, of the chip's memory. Absent: the engine's default.",
+    )  # fmt: skip
+    cpu_matrix_dtypes = serializers.ListField(
+        child=serializers.ChoiceField(choices=DTYPES), allow_empty=True, max_length=len(DTYPES), required=False,
+        help_text="On a CPU, the weight dtypes whose GEMMs the engine's build multiplies on the matrix units (Intel AMX); the "
+                  "others run on the vector units at their type's rate. [] for a build without those kernels (llama.cpp before "
+                  "October 2024, or built without GGML_AMX_INT8). Absent: the engine's catalog list (GET /api/v1/engines/). "
+                  "Only a CPU takes it: an estimate or simulation on another chip is refused, a plan applies it to its CPUs.",
     )  # fmt: skip
 
 

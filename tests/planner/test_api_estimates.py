@@ -109,6 +109,9 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"scheduler": {"max_sequences": 0}}, "scheduler.max_sequences"),
         ({"scheduler": {"memory_fraction": 1.5}}, "scheduler.memory_fraction"),
         ({"scheduler": {"prefill_alone": True}}, "scheduler.prefill_alone"),  # a simulation's knob: the closed form does not read it
+        ({"scheduler": {"cpu_matrix_dtypes": ["int3"]}}, "scheduler.cpu_matrix_dtypes"),
+        ({"scheduler": {"cpu_matrix_dtypes": "int8"}}, "scheduler.cpu_matrix_dtypes"),
+        ({"scheduler": {"cpu_matrix_dtypes": []}}, "scheduler.cpu_matrix_dtypes"),  # BASE's chip is a GPU: no CPU build to name
         ({"scheduler": None}, "scheduler"),
         ({"scheduler": []}, "scheduler"),
         ({"scheduler": "x"}, "scheduler"),
@@ -280,7 +283,26 @@ def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():
 
     scheduler = SimulationInputSerializer().fields["scheduler"]
     assert isinstance(scheduler, SchedulerSerializer)
-    assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "kv_block_tokens", "prefix_caching", "prefill_alone"}
+    assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "cpu_matrix_dtypes", "kv_block_tokens",
+                                     "prefix_caching", "prefill_alone"}  # fmt: skip
+
+
+def test_an_estimate_on_a_cpu_may_say_its_build_has_no_matrix_unit_kernels(catalog, anonymous_client):
+    """llama.cpp on a Xeon 8480+ with 4-bit weights: the catalog's llama.cpp multiplies them on AMX tiles; a build without
+    those kernels (`cpu_matrix_dtypes` []) prefills on the AVX-512 units, several times slower, and the estimate says so.
+    The decode, which streams the weights, barely moves."""
+    body = {"model": "llama-2-7b", "chip": "intel-xeon-8480plus", "serving_engine": "llama.cpp", "weight_dtype": "int4",
+            "prompt_tokens": 1024, "output_tokens": 32, "batch": 1}  # fmt: skip
+    tiles = anonymous_client.post("/api/v1/estimates/", body, format="json")
+    vector = anonymous_client.post("/api/v1/estimates/", {**body, "scheduler": {"cpu_matrix_dtypes": []}}, format="json")
+    assert tiles.status_code == vector.status_code == 200, vector.json()
+    tiles, vector = tiles.json(), vector.json()
+    assert vector["ttft_s"] > 3 * tiles["ttft_s"]
+    assert vector["tpot_s"] == pytest.approx(tiles["tpot_s"], rel=0.1)
+    assert any("int4 weights' GEMMs on intel-xeon-8480plus's vector units" in w for w in vector["warnings"])
+    assert not any("int4 weights' GEMMs" in w for w in tiles["warnings"])
+    listed = anonymous_client.post("/api/v1/estimates/", {**body, "scheduler": {"cpu_matrix_dtypes": ["int4"]}}, format="json")
+    assert listed.json()["ttft_s"] == pytest.approx(tiles["ttft_s"])
 
 
 def test_an_estimate_under_a_light_request_rate_is_charged_to_its_tokens_with_a_cost_range_that_only_rises(catalog, anonymous_client):

@@ -223,6 +223,25 @@ def test_a_plan_runs_its_named_engine_under_the_servers_settings(catalog, token_
     assert refused.status_code == 400 and "serving_engine" in refused.json()["scheduler"][0]
 
 
+def test_a_plan_applies_a_cpu_builds_matrix_unit_setting_to_its_cpus_only(catalog, token_client):
+    """llama.cpp built without AMX kernels (`cpu_matrix_dtypes` []): the plan's Xeon rows prefill on the vector units,
+    slower; its GPU rows are those of a plan without the setting."""
+    body = {"model": "llama-3.1-8b", "workload": {"prompt_tokens": 2048, "output_tokens": 64, "concurrency": 1},
+            "serving_engine": "llama.cpp", "hardware": {"chips": ["intel-xeon-8480plus", "nvidia-l40s"], "max_chips": 1,
+                                                         "weight_dtypes": ["int4"]}}  # fmt: skip
+    tiles = token_client.post("/api/v1/plans/", body, format="json")
+    vector = token_client.post("/api/v1/plans/", {**body, "scheduler": {"cpu_matrix_dtypes": []}}, format="json")
+    assert tiles.status_code == vector.status_code == 201, vector.json()
+
+    def ttft(plan, chip):
+        return sorted(r["ttft_s"] for r in plan.json()["results"]["ranked"] if r["chip_slug"] == chip)
+
+    assert ttft(tiles, "intel-xeon-8480plus") and all(
+        v > 3 * t for v, t in zip(ttft(vector, "intel-xeon-8480plus"), ttft(tiles, "intel-xeon-8480plus"), strict=True))
+    assert ttft(vector, "nvidia-l40s") == ttft(tiles, "nvidia-l40s") != []
+    assert vector.json()["inputs"]["scheduler"] == {"cpu_matrix_dtypes": []}
+
+
 def test_a_closed_loop_plan_ranks_layouts_that_queue_the_clients_memory_cannot_hold(catalog, token_client):
     """200 clients against servers that run at most 8 sequences a replica: as a batch, only layouts of 25 replicas
     or more hold them; as a closed loop, smaller ones run 8 a replica and the rest wait for a slot, which the TTFT

@@ -311,8 +311,22 @@ def test_the_engines_memory_knob_and_prefill_mode_can_be_set_as_the_benchmark_se
     assert set_so.json()["inputs"]["scheduler"]["prefill_alone"] is True
 
 
+def test_a_cpu_simulated_under_a_build_without_matrix_kernels_prefills_slower(catalog, token_client):
+    """llama.cpp on a Xeon 8480+ with 4-bit weights, a few requests far apart: a build without AMX kernels
+    (`cpu_matrix_dtypes` []) takes several times the catalog build's time to a first token."""
+    workload = {"requests": 8, "arrivals": {"kind": "poisson", "rate_per_s": 0.05}, "prompt": {"kind": "fixed", "tokens": 1024},
+                "output": {"kind": "fixed", "tokens": 8}, "seed": 3}  # fmt: skip
+    body = {"model": "llama-2-7b", "chip": "intel-xeon-8480plus", "chip_count": 1, "tensor_parallel": 1, "weight_dtype": "int4",
+            "serving_engine": "llama.cpp", "workload": workload}  # fmt: skip
+    tiles = token_client.post("/api/v1/simulations/", body, format="json")
+    vector = token_client.post("/api/v1/simulations/", {**body, "scheduler": {"cpu_matrix_dtypes": []}}, format="json")
+    assert tiles.status_code == vector.status_code == 201, vector.json()
+    assert vector.json()["results"]["ttft_s"]["p50"] > 3 * tiles.json()["results"]["ttft_s"]["p50"]
+
+
 @pytest.mark.parametrize("scheduler, field", [({"memory_fraction": 0}, "memory_fraction"), ({"memory_fraction": 1.2}, "memory_fraction"),
-                                               ({"prefill_alone": "sometimes"}, "prefill_alone")])  # fmt: skip
+                                               ({"prefill_alone": "sometimes"}, "prefill_alone"),
+                                               ({"cpu_matrix_dtypes": []}, "cpu_matrix_dtypes")])  # fmt: skip
 def test_a_bad_scheduler_knob_is_a_400_naming_it_and_stores_nothing(catalog, token_client, scheduler, field):
     response = token_client.post("/api/v1/simulations/", {**BODY, "scheduler": scheduler}, format="json")
     assert response.status_code == 400

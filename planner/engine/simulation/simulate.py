@@ -60,16 +60,15 @@ class SchedulerOptions:
 
     def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
         """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
-        named): the memory fraction, prefill mode and CPU matrix-unit dtypes, and with `caps` the batch cap and prefill
+        named): the memory fraction, prefill mode and, on a CPU, matrix-unit dtypes, and with `caps` the batch cap and prefill
         token budget, which the closed form reads off the scheduler (the simulator takes those two as its own arguments);
         unchanged where the options keep the defaults."""
-        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone),
-                 ("cpu_matrix_dtypes", self.cpu_matrix_dtypes)]  # fmt: skip
+        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone)]
+        if chip.kind == "cpu":  # a CPU build's setting: a plan's other chips keep their engine's
+            named.append(("cpu_matrix_dtypes", self.cpu_matrix_dtypes))
         if caps:
             named += [("max_batch_sequences", self.max_sequences), ("prefill_token_budget", self.token_budget)]
         changes = {name: value for name, value in named if value is not None}
-        if self.cpu_matrix_dtypes is not None and chip.kind != "cpu":
-            raise ValueError(f"cpu_matrix_dtypes is a CPU build's setting; {chip.slug} is a {chip.kind}")
         if not changes:
             return chip
         scheduler = chip.scheduler or Scheduler(engine="", kv_memory_fraction=policy_for(chip).usable_memory_fraction)
