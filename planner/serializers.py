@@ -399,4 +399,28 @@ class PlanInputSerializer(PlanLabelsSerializer):
         attrs["hardware"] = attrs.get("hardware") or HardwareFilterSerializer().to_internal_value({})
         if attrs.get("scheduler") and not attrs.get("serving_engine"):
             raise serializers.ValidationError({"scheduler": "Name the serving_engine these settings are the command line of."})
+        _check_cpu_build(attrs)
         return attrs
+
+
+def _check_cpu_build(attrs) -> None:
+    """A plan's CPU build setting (scheduler.cpu_matrix_dtypes) must reach a CPU: its engine runs on CPUs and its hardware
+    filter keeps some; it is the plan's, not its simulation stage's alone, so both stages run one build."""
+    if ((attrs.get("simulation") or {}).get("scheduler") or {}).get("cpu_matrix_dtypes") is not None:
+        raise serializers.ValidationError({"simulation": {"scheduler": {"cpu_matrix_dtypes": [
+            "A CPU build's setting is the plan's: give it as scheduler.cpu_matrix_dtypes, so the ranking and the simulation run "
+            "one build."]}}})  # fmt: skip
+    if (attrs.get("scheduler") or {}).get("cpu_matrix_dtypes") is None:
+        return
+    engine = catalog_specs.serving_engine_named(attrs["serving_engine"])
+    hardware = attrs["hardware"]
+    kinds, chips = hardware.get("kinds"), hardware.get("chips")
+    if engine is not None and "cpu" not in engine.chip_kinds:
+        reason = f"{engine.name} runs on no CPU ({', '.join(engine.chip_kinds)})"
+    elif kinds and "cpu" not in kinds:
+        reason = "hardware.kinds names no cpu"
+    elif chips and not any(chip.kind == "cpu" for chip in chips):
+        reason = "hardware.chips names no CPU"
+    else:
+        return
+    raise serializers.ValidationError({"scheduler": {"cpu_matrix_dtypes": [f"A CPU build's setting, and {reason}."]}})

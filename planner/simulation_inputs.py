@@ -111,10 +111,15 @@ class ServerSettingsSerializer(StrictSerializer):
     cpu_matrix_dtypes = serializers.ListField(
         child=serializers.ChoiceField(choices=DTYPES), allow_empty=True, max_length=len(DTYPES), required=False,
         help_text="On a CPU, the weight dtypes whose GEMMs the engine's build multiplies on the matrix units (Intel AMX); the "
-                  "others run on the vector units at their type's rate. [] for a build without those kernels (llama.cpp before "
-                  "October 2024, or built without GGML_AMX_INT8). Absent: the engine's catalog list (GET /api/v1/engines/). "
-                  "Only a CPU takes it: an estimate or simulation on another chip is refused, a plan applies it to its CPUs.",
+                  "others run on the vector units at their type's rate, and a list without bf16 moves the 16-bit attention "
+                  "there too. [] for a build without those kernels (llama.cpp before October 2024, or built without "
+                  "GGML_AMX_INT8). Absent: the engine's catalog list (GET /api/v1/engines/), every dtype where no engine is "
+                  "named. Only a CPU takes it: an estimate or simulation on another chip is refused, a plan applies it to "
+                  "its CPUs (and is refused it where its engine or hardware filter leaves none).",
     )  # fmt: skip
+
+    def validate_cpu_matrix_dtypes(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))  # each dtype once, in the order given
 
 
 class SchedulerSerializer(ServerSettingsSerializer):

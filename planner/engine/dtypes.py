@@ -110,5 +110,5 @@ def vector_units_warning(chip: ChipSpec, compute_dtype: str, weight_dtype: str, 
         return None
     engine = (chip.scheduler.engine if chip.scheduler is not None else "") or "the engine"
     what = "a MoE model's routed experts" if experts else f"{weight_dtype} weights' GEMMs"
-    return (f"{engine} runs {what} on {chip.slug}'s vector units, not its matrix units: {peak / 1e12:.3g} TFLOP/s, "
+    return (f"{engine} runs {what} on the vector units of {chip.slug}, not its matrix units: {peak / 1e12:.3g} TFLOP/s, "
             f"not the datasheet's {datasheet / 1e12:.3g}")  # fmt: skip

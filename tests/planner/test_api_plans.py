@@ -240,6 +240,27 @@ def test_a_plan_applies_a_cpu_builds_matrix_unit_setting_to_its_cpus_only(catalo
         v > 3 * t for v, t in zip(ttft(vector, "intel-xeon-8480plus"), ttft(tiles, "intel-xeon-8480plus"), strict=True))
     assert ttft(vector, "nvidia-l40s") == ttft(tiles, "nvidia-l40s") != []
     assert vector.json()["inputs"]["scheduler"] == {"cpu_matrix_dtypes": []}
+    twice = token_client.post("/api/v1/plans/", {**body, "scheduler": {"cpu_matrix_dtypes": ["int8", "int8"]}}, format="json")
+    assert twice.status_code == 201 and twice.json()["inputs"]["scheduler"] == {"cpu_matrix_dtypes": ["int8"]}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"serving_engine": "TensorRT-LLM", "hardware": {"max_chips": 1}}, "scheduler"),  # an engine that runs on no CPU
+        ({"hardware": {"kinds": ["gpu"], "max_chips": 1}}, "scheduler"),
+        ({"hardware": {"chips": ["nvidia-l40s"], "max_chips": 1}}, "scheduler"),
+        ({"slo_percentiles": {"ttft": {"p": 95, "s": 5}}, "simulation": {"scheduler": {"cpu_matrix_dtypes": []}},
+          "scheduler": {}}, "simulation"),  # the simulation stage runs the plan's build, not one of its own
+    ],
+)
+def test_a_cpu_build_setting_that_reaches_no_cpu_is_refused_naming_it(catalog, token_client, change, field):
+    body = {"model": "llama-3.1-8b", "workload": {"prompt_tokens": 2048, "output_tokens": 64, "concurrency": 1},
+            "serving_engine": "llama.cpp", "scheduler": {"cpu_matrix_dtypes": []}, **change}  # fmt: skip
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400, response.json()
+    named = response.json()[field]
+    assert "cpu_matrix_dtypes" in (named["scheduler"] if field == "simulation" else named)
 
 
 def test_a_closed_loop_plan_ranks_layouts_that_queue_the_clients_memory_cannot_hold(catalog, token_client):

@@ -247,12 +247,12 @@ def test_a_build_without_a_cpus_matrix_kernels_prefills_on_its_vector_units():
     # The GEMMs at an eighth of the rate; the attention (16-bit, on AVX-512 under llama.cpp either way) unchanged.
     assert 3 * on_amx.prefill.compute_s < on_vector.prefill.compute_s < 8 * on_amx.prefill.compute_s
     assert on_vector.ttft_s > 3 * on_amx.ttft_s
-    assert any("llama.cpp runs int4 weights' GEMMs on xeon's vector units" in w for w in on_vector.warnings)
+    assert any("llama.cpp runs int4 weights' GEMMs on the vector units of xeon" in w for w in on_vector.warnings)
     # Named dtypes replace the engine's list; on a chip with no serving engine named the build's list still applies.
     listed = read_measurements([header, line.format(matrix="int8 bf16")])[0].server
     assert listed.configured(xeon).scheduler.cpu_matrix_dtypes == ("int8", "bf16")
     bare = predict_row(old, llama_2_7b(), xeon_8480plus())
-    assert any("the engine runs int4 weights' GEMMs on xeon's vector units" in w for w in bare.warnings)
+    assert any("the engine runs int4 weights' GEMMs on the vector units of xeon" in w for w in bare.warnings)
     # The serving simulator's path (caps=False, as SchedulerOptions.applied takes it) carries the build's list too.
     assert old.server.configured(xeon, caps=False).scheduler.cpu_matrix_dtypes == ()
 

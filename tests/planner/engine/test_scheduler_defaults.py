@@ -86,7 +86,7 @@ def test_on_a_xeon_a_16_bit_prefill_under_llama_cpp_takes_eight_times_the_amx_en
     amx, vector = (dataclasses.replace(xeon_8480plus(), scheduler=scheduler) for scheduler in (AMX_LIKE, LLAMA_CPP_LIKE))
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="bf16"), workload, batch=1) for c in (amx, vector))
     assert on_vector.prefill.compute_s == pytest.approx(8 * on_amx.prefill.compute_s, rel=1e-6)  # 16x fp32 against 2x
-    assert any("llama.cpp runs bf16 weights' GEMMs on xeon's vector units" in w for w in on_vector.warnings)
+    assert any("llama.cpp runs bf16 weights' GEMMs on the vector units of xeon" in w for w in on_vector.warnings)
     assert not any("vector units" in w for w in on_amx.warnings)
     amx_q4, vector_q4 = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
     # int4 weights: the GEMMs stay on AMX tiles under llama.cpp too; only its attention (QK^T, PV in 16 bits) runs on AVX-512.
@@ -105,7 +105,7 @@ def test_under_llama_cpp_a_moe_models_experts_prefill_on_a_xeons_vector_units_an
     on_amx, on_vector = (estimate(model, Deployment(chip=c, weight_dtype="int4"), workload, batch=1) for c in (amx, vector))
     # AMX's 16x fp32 against VNNI's 4x: the experts' GEMMs take four times as long; the dense ones stay on the tiles
     assert on_vector.prefill.expert_compute_s == pytest.approx(4 * on_amx.prefill.expert_compute_s, rel=1e-6)
-    assert any("routed experts on xeon's vector units" in w for w in on_vector.warnings)
+    assert any("routed experts on the vector units of xeon" in w for w in on_vector.warnings)
     assert not any("int4 weights' GEMMs" in w for w in on_vector.warnings)  # its dense int4 GEMMs stay on the tiles
     assert not any("vector units" in w for w in on_amx.warnings)
     dense = estimate(llama_3_1_8b(), Deployment(chip=vector, weight_dtype="int4"), workload, batch=1)
