@@ -28,6 +28,14 @@ def _sig(value: float, digits: int = 3) -> str:
 
 
 @register.filter
+def setting(value) -> str:
+    """A scheduler setting as given: a list of names joined ("int8, int4"), an empty one "none"; anything else as is."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+@register.filter
 def usd(value) -> str:
     """$ amounts: $0.148, $12.3, $1,234."""
     number = _number(value)

@@ -154,6 +154,14 @@ def test_a_done_runs_page_shows_its_percentiles_slo_checks_and_the_charts_data(d
     assert "frontend/js/simulation.js" in html and inline_code(html) == []
 
 
+def test_a_runs_scheduler_settings_read_as_given_a_cpu_build_without_matrix_kernels_as_none(db, anonymous_ui_client):
+    inputs = {**INPUTS, "chip": "intel-xeon-8480plus", "scheduler": {"memory_fraction": 0.8, "cpu_matrix_dtypes": []}}
+    html = anonymous_ui_client.get(f"/simulations/{make_run(inputs=inputs).id}/").content.decode()
+    assert "memory_fraction 0.8 · cpu_matrix_dtypes none" in html and "cpu_matrix_dtypes []" not in html
+    listed = {**inputs, "scheduler": {"cpu_matrix_dtypes": ["int8", "int4"]}}
+    assert "cpu_matrix_dtypes int8, int4" in anonymous_ui_client.get(f"/simulations/{make_run(inputs=listed).id}/").content.decode()
+
+
 def test_an_older_run_without_cdf_sweep_or_series_shows_its_tables_and_leaves_the_charts_out(db, anonymous_ui_client):
     html = anonymous_ui_client.get(f"/simulations/{make_run(results=OLDER).id}/").content.decode()
     assert 'id="latency-table"' in html and 'id="slo-table"' in html
