@@ -422,6 +422,7 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
     workload = plan_inputs.get("workload") or {}
     percentiles = plan_inputs.get("slo_percentiles") or {}
     scheduler = (plan_inputs.get("simulation") or {}).get("scheduler") or {}  # the stage's knobs, as it ran the row
+    server = plan_inputs.get("scheduler") or {}  # the plan's server settings, which its candidates (and so the stage) ran under
     alone = scheduler.get("prefill_alone")
     values = simulation_initial_values()
     values.update(
@@ -431,7 +432,7 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
         rate_per_s=workload.get("request_rate_per_s") or "", concurrency=workload.get("concurrency") or values["concurrency"],
         prompt_tokens=workload.get("prompt_tokens", values["prompt_tokens"]), output_tokens=workload.get("output_tokens", values["output_tokens"]),
         max_sequences=scheduler.get("max_sequences") or (row_max_sequences(row) if row.get("batch") else ""),
-        memory_fraction=scheduler.get("memory_fraction", ""),
+        memory_fraction=scheduler.get("memory_fraction", server.get("memory_fraction", "")),
         prefill_alone="" if alone is None else str(bool(alone)).lower(), prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
         decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
     )  # fmt: skip

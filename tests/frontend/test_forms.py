@@ -77,3 +77,14 @@ def test_payload_sends_the_named_engines_server_settings_that_are_given():
         "serving_engine": ["Name the serving_engine these settings are the command line of."]}
     assert forms.form_errors({"scheduler": {"memory_fraction": ["Ensure this value is less than or equal to 1.0."]}}) == {
         "memory_fraction": ["Ensure this value is less than or equal to 1.0."]}
+
+
+def test_simulating_a_plan_row_keeps_the_plans_memory_fraction_unless_its_simulation_stage_set_its_own():
+    """The plan's candidates ran under its server settings, so the row's simulation starts from them; the plan's
+    simulation stage's own knobs, where given, are what the stage simulated the row with."""
+    row = {"chip_slug": "nvidia-h100-sxm", "chip_count": 1, "tensor_parallel": 1, "batch": 8, "replicas": 1}
+    plan = {"model": "llama-3.1-8b", "workload": {"prompt_tokens": 100, "output_tokens": 10}, "scheduler": {"memory_fraction": 0.7}}
+    assert forms.simulation_values_from_plan(plan, row, plan_id="p", rank=1)["memory_fraction"] == 0.7
+    staged = {**plan, "simulation": {"scheduler": {"memory_fraction": 0.6}}}
+    assert forms.simulation_values_from_plan(staged, row, plan_id="p", rank=1)["memory_fraction"] == 0.6
+    assert forms.simulation_values_from_plan({**plan, "scheduler": {}}, row, plan_id="p", rank=1)["memory_fraction"] == ""
