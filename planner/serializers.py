@@ -13,7 +13,9 @@ from planner import catalog_specs
 from planner.engine import method_names
 from planner.engine.padding import runs_any_tensor_parallel
 from planner.models import PLAN_TAGS_MAX
-from planner.simulation_inputs import PercentileSlosSerializer, PlanSimulationSerializer, ServerSettingsSerializer, plan_simulation_check
+from planner.simulation_inputs import (
+    PercentileSlosSerializer, PlanSimulationSerializer, ServerSettingsSerializer, plan_simulation_check, scheduler_from,
+)
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
 
@@ -291,9 +293,8 @@ class EstimateInputSerializer(WorkloadSerializer):
                 {"weight_format": f"{weight_format} stores {FORMAT_DTYPE[weight_format]} weights; weight_dtype is {attrs['weight_dtype']}."}
             )
         check_engine(attrs)
-        chip = attrs["chip"]
-        if (attrs.get("scheduler") or {}).get("cpu_matrix_dtypes") is not None and chip.kind != "cpu":
-            raise serializers.ValidationError({"scheduler": {"cpu_matrix_dtypes": f"A CPU build's setting; {chip.slug} is a {chip.kind}."}})
+        if refusal := scheduler_from(attrs.get("scheduler")).refusal(attrs["chip"].kind, attrs["chip"].slug):
+            raise serializers.ValidationError({"scheduler": {"cpu_matrix_dtypes": refusal}})
         attrs.setdefault("decoding", DecodingSerializer().to_internal_value({"method": _default_method(attrs["model"])}))
         if "prompt_tokens" in attrs:  # a simulation (planner/simulation_serializers.py) checks its own lengths
             check_context(attrs["model"], attrs)

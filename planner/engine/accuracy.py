@@ -249,8 +249,8 @@ def predict_row(
 ) -> Estimate:
     """Estimate the configuration a measured row describes, under what its server command set (row.server) over the
     scheduler `chip` carries (its serving engine's defaults, where the row names one)."""
-    if row.server.cpu_matrix_dtypes is not None and chip.kind != "cpu":
-        raise ValueError(f"cpu_matrix_dtypes is a CPU build's setting; {chip.slug} is a {chip.kind}")
+    if refusal := row.server.refusal(chip.kind, chip.slug):
+        raise ValueError(refusal)
     chip = row.server.configured(chip)
     tp, pp = choose_layout(row, model, chip)
     deployment = Deployment(

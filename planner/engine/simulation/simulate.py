@@ -58,6 +58,13 @@ class SchedulerOptions:
                 raise ValueError(f"cpu_matrix_dtypes: unknown weight dtypes {unknown}")
             object.__setattr__(self, "cpu_matrix_dtypes", tuple(self.cpu_matrix_dtypes))
 
+    def refusal(self, chip_kind: str, chip_slug: str) -> str | None:
+        """Why these options cannot be a chip's: a CPU build's setting (cpu_matrix_dtypes) named for a chip that is not a
+        CPU. None where they can."""
+        if self.cpu_matrix_dtypes is not None and chip_kind != "cpu":
+            return f"cpu_matrix_dtypes is a CPU build's setting; {chip_slug} is a {chip_kind}"
+        return None
+
     def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
         """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
         named): the memory fraction, prefill mode and, on a CPU, matrix-unit dtypes, and with `caps` the batch cap and prefill
