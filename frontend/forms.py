@@ -53,8 +53,11 @@ DECODING_FIELDS = {
 # Serializer field name -> form field name, where they differ.
 ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": "budget", "closed_loop": "concurrency",
            "scheduler": "serving_engine"}  # a scheduler without its engine: the error belongs beside the engine's select
-# The named serving engine's command line over its defaults (PlanInputSerializer.scheduler), as the form spells it.
-SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction")
+# The named serving engine's command line over its defaults (PlanInputSerializer.scheduler), as the form spells it;
+# cpu_matrix_dtypes (a CPU build's matrix-unit dtypes) is typed as text (matrix_dtypes_payload).
+SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "cpu_matrix_dtypes")
+# What a person types for a build without the matrix-unit kernels (the API's []).
+NO_MATRIX_KERNELS = "none"
 # Errors on a whole group are shown at the top of its fieldset.
 GROUPS = ("workload", "hardware", "decodings")
 FORM_FIELDS = {
@@ -86,6 +89,30 @@ def submitted_values(post) -> dict[str, Any]:
 
 def _given(value: Any) -> bool:
     return value not in (None, "")
+
+
+def matrix_dtypes_payload(text: str) -> list[str]:
+    """A CPU build's matrix-unit dtypes as typed ("int4 int8", "int4, int8", or "none" for a build without the kernels)
+    -> the API's list ([] for none); the serializer checks each name."""
+    text = text.strip()
+    if text.lower() in (NO_MATRIX_KERNELS, "[]"):
+        return []
+    return [part for part in re.split(r"[\s,]+", text) if part]
+
+
+def matrix_dtypes_text(value: Any) -> str:
+    """The API's list as the form shows it: "" when absent (the engine's list), "none" for [], else the dtypes."""
+    if value is None:
+        return ""
+    return " ".join(value) if value else NO_MATRIX_KERNELS
+
+
+def _server_settings(post, names) -> dict[str, Any]:
+    """The scheduler's settings a form gives (strings as typed: the serializer reads them); the build's dtypes as a list."""
+    settings = {name: post.get(name, "").strip() for name in names if _given(post.get(name, "").strip())}
+    if "cpu_matrix_dtypes" in settings:
+        settings["cpu_matrix_dtypes"] = matrix_dtypes_payload(settings["cpu_matrix_dtypes"])
+    return settings
 
 
 def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
@@ -121,7 +148,7 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
         payload["budget_usd_per_million_output_tokens"] = post.get("budget")
     if _given(post.get("serving_engine")):  # empty: search every engine
         payload["serving_engine"] = post.get("serving_engine")
-    scheduler = {name: post.get(name) for name in SERVER_SETTINGS if _given(post.get(name))}
+    scheduler = _server_settings(post, SERVER_SETTINGS)
     if scheduler:  # without an engine the serializer refuses it, beside the engine's select
         payload["scheduler"] = scheduler
     payload.update(labels_payload(post))
@@ -342,13 +369,13 @@ SIMULATION_CONFIG_FIELDS = ("model", "chip", "chip_count", "tensor_parallel", "w
 SIMULATION_FIELDS = (
     *SIMULATION_CONFIG_FIELDS, "requests", "arrivals", "rate_per_s", "cv", "concurrency", "think_time_s",
     "prompt_kind", "prompt_tokens", "prompt_std_tokens", "output_kind", "output_tokens", "output_std_tokens", "seed",
-    "ttft_p", "ttft_s", "tpot_p", "tpot_s", "prefill_replicas", "sweep_rates", "max_sequences", "memory_fraction", "prefill_alone", "plan",
-    "rank", "decoding",
+    "ttft_p", "ttft_s", "tpot_p", "tpot_s", "prefill_replicas", "sweep_rates", "max_sequences", "memory_fraction", "prefill_alone",
+    "cpu_matrix_dtypes", "plan", "rank", "decoding",
 )  # fmt: skip
 # The scheduler's prefill mode: the engine's default, or either way set as a command line would set it.
 PREFILL_MODE_CHOICES = (("", "The engine's default"), ("true", "Prefills run alone (SGLang; vLLM V0 without chunked prefill)"),
                         ("false", "Prefill chunks share steps with decodes (vLLM V1, TensorRT-LLM)"))  # fmt: skip
-SCHEDULER_FORM_FIELDS = ("max_sequences", "memory_fraction", "prefill_alone")
+SCHEDULER_FORM_FIELDS = ("max_sequences", "memory_fraction", "prefill_alone", "cpu_matrix_dtypes")
 # Serializer paths -> the form field that shows their errors (the longest matching prefix wins); a group's
 # own errors show at the top of its fieldset ("workload", "slos").
 SIMULATION_ERROR_FIELDS: dict[tuple[str, ...], str] = {
@@ -379,7 +406,7 @@ def simulation_initial_values() -> dict[str, Any]:
         "cv": 2, "concurrency": 32, "think_time_s": "", "prompt_kind": "fixed", "prompt_tokens": 1000, "prompt_std_tokens": "",
         "output_kind": "fixed", "output_tokens": 200, "output_std_tokens": "", "seed": 0, "ttft_p": SIMULATION_DEFAULT_PERCENTILE,
         "ttft_s": 0.5, "tpot_p": SIMULATION_DEFAULT_PERCENTILE, "tpot_s": 0.05, "prefill_replicas": "", "sweep_rates": "",
-        "max_sequences": "", "memory_fraction": "", "prefill_alone": "", "plan": "", "rank": "", "decoding": "",
+        "max_sequences": "", "memory_fraction": "", "prefill_alone": "", "cpu_matrix_dtypes": "", "plan": "", "rank": "", "decoding": "",
     }  # fmt: skip
 
 
@@ -414,8 +441,8 @@ def _prefill_replicas(plan_inputs: Mapping[str, Any], row: Mapping[str, Any]) ->
 
 def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str, Any], *, plan_id: Any, rank: int,
                                  decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    """The form prefilled with a plan's ranked row (its configuration, its batch per replica as max_num_seqs, and the scheduler
-    knobs of the plan's simulation stage, as the stage runs it) and the plan's workload: fixed prompt and output lengths, Poisson at its request
+    """The form prefilled with a plan's ranked row (its configuration, its batch per replica as max_num_seqs, the scheduler
+    knobs of the plan's simulation stage, as the stage runs it, and the plan's CPU build) and the plan's workload: fixed prompt and output lengths, Poisson at its request
     rate (a plan sized by concurrency has none: the rate is left for the person to give; a colocated closed loop is
     one) and its latency targets
     as p95 SLOs (or the plan's own percentile SLOs)."""
@@ -433,6 +460,7 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
         prompt_tokens=workload.get("prompt_tokens", values["prompt_tokens"]), output_tokens=workload.get("output_tokens", values["output_tokens"]),
         max_sequences=scheduler.get("max_sequences") or (row_max_sequences(row) if row.get("batch") else ""),
         memory_fraction=scheduler.get("memory_fraction", server.get("memory_fraction", "")),
+        cpu_matrix_dtypes=matrix_dtypes_text(server.get("cpu_matrix_dtypes")),  # the plan's build (its simulation stage takes none of its own)
         prefill_alone="" if alone is None else str(bool(alone)).lower(), prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
         decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
     )  # fmt: skip
@@ -497,7 +525,7 @@ def simulation_payload(post) -> dict[str, Any]:
     rates = [part.strip() for part in post.get("sweep_rates", "").replace(";", ",").split(",") if part.strip()]
     if rates:
         payload["sweep"] = {"rates_per_s": rates}
-    scheduler = {name: post.get(name).strip() for name in SCHEDULER_FORM_FIELDS if _given(post.get(name, "").strip())}
+    scheduler = _server_settings(post, SCHEDULER_FORM_FIELDS)
     if scheduler:
         payload["scheduler"] = scheduler
     if post.get("decoding", "").strip():  # a plan row's decoding, as the plan took it (the serializer checks it)

@@ -79,6 +79,31 @@ def test_payload_sends_the_named_engines_server_settings_that_are_given():
         "memory_fraction": ["Ensure this value is less than or equal to 1.0."]}
 
 
+def test_a_cpu_builds_matrix_dtypes_are_typed_as_words_and_none_is_a_build_without_the_kernels():
+    assert forms.matrix_dtypes_payload("int4 int8") == ["int4", "int8"]
+    assert forms.matrix_dtypes_payload(" int4, bf16 ") == ["int4", "bf16"]
+    assert forms.matrix_dtypes_payload("None") == [] and forms.matrix_dtypes_payload("[]") == []
+    assert forms.matrix_dtypes_text(None) == "" and forms.matrix_dtypes_text([]) == "none" and forms.matrix_dtypes_text(["int4", "int8"]) == "int4 int8"
+    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", serving_engine="llama.cpp", cpu_matrix_dtypes="none"))
+    assert payload["scheduler"] == {"cpu_matrix_dtypes": []}
+    assert "scheduler" not in forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", cpu_matrix_dtypes="  "))
+    assert forms.form_errors({"scheduler": {"cpu_matrix_dtypes": {0: ['"fp99" is not a valid choice.']}}}) == {
+        "cpu_matrix_dtypes": ['"fp99" is not a valid choice.']}
+    assert forms.simulation_form_errors({"scheduler": {"cpu_matrix_dtypes": ["A CPU build's setting, and nvidia-h100-sxm is a gpu."]}}) == {
+        "cpu_matrix_dtypes": ["A CPU build's setting, and nvidia-h100-sxm is a gpu."]}
+
+
+def test_simulating_a_plan_row_carries_the_plans_cpu_build():
+    """A plan's CPU build (scheduler.cpu_matrix_dtypes) is the plan's, so the row's simulation runs the same build."""
+    row = {"chip_slug": "intel-xeon-8480plus", "chip_count": 1, "tensor_parallel": 1, "batch": 8, "replicas": 1}
+    plan = {"model": "llama-2-7b", "workload": {"prompt_tokens": 100, "output_tokens": 10}, "serving_engine": "llama.cpp",
+            "scheduler": {"cpu_matrix_dtypes": []}}  # fmt: skip
+    assert forms.simulation_values_from_plan(plan, row, plan_id="p", rank=1)["cpu_matrix_dtypes"] == "none"
+    tiles = {**plan, "scheduler": {"cpu_matrix_dtypes": ["int4", "int8"]}}
+    assert forms.simulation_values_from_plan(tiles, row, plan_id="p", rank=1)["cpu_matrix_dtypes"] == "int4 int8"
+    assert forms.simulation_values_from_plan({**plan, "scheduler": {}}, row, plan_id="p", rank=1)["cpu_matrix_dtypes"] == ""
+
+
 def test_simulating_a_plan_row_keeps_the_plans_memory_fraction_unless_its_simulation_stage_set_its_own():
     """The plan's candidates ran under its server settings, so the row's simulation starts from them; the plan's
     simulation stage's own knobs, where given, are what the stage simulated the row with."""

@@ -124,6 +124,17 @@ def test_the_form_offers_every_serving_engine_and_a_chosen_one_narrows_the_plan(
     assert 'id="err-serving_engine"' in errors and Plan.objects.count() == 1
 
 
+def test_a_cpu_build_typed_in_the_server_settings_reaches_the_plan_and_one_that_reaches_no_cpu_is_named_at_its_field(ui_client, dana, catalog):
+    refused = ui_client.post("/", {**CHAT_FORM, "serving_engine": "TensorRT-LLM", "cpu_matrix_dtypes": "none"})
+    assert refused.status_code == 200 and "runs on no CPU" in refused.context["errors"]["cpu_matrix_dtypes"][0]
+    html = refused.content.decode()
+    assert '<details id="server-settings" open>' in html and 'name="cpu_matrix_dtypes" value="none"' in html and Plan.objects.count() == 0
+    response = ui_client.post("/", {**CHAT_FORM, "model": "llama-3.1-8b", "serving_engine": "llama.cpp", "cpu_matrix_dtypes": "none",
+                                    "kinds": ["cpu"], "max_chips": "1"})  # fmt: skip
+    assert response.status_code == 302, response.context and response.context.get("errors")
+    assert Plan.objects.get().inputs["scheduler"] == {"cpu_matrix_dtypes": []}
+
+
 def test_a_closed_loop_is_planned_from_the_form_and_its_page_says_who_waits(ui_client, dana, catalog):
     """The form's third load kind: clients in a closed loop. The plan page names the loop, and a row that runs fewer of
     its clients at once than there are says the others wait for a slot."""

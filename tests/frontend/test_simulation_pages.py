@@ -301,6 +301,19 @@ def test_the_engines_memory_fraction_and_prefill_mode_are_sent_and_a_bad_fractio
     assert '<option value="true">Prefills run alone' in ui_client.get("/simulations/new/").content.decode()
 
 
+def test_a_cpu_build_without_matrix_kernels_is_sent_from_the_form_and_refused_at_its_field_on_a_gpu(catalog, ui_client):
+    cpu = {**FORM, "model": "llama-2-7b", "chip": "intel-xeon-8480plus", "weight_dtype": "int4", "serving_engine": "llama.cpp",
+           "requests": "20", "rate_per_s": "0.05", "prompt_tokens": "256", "output_tokens": "8", "cpu_matrix_dtypes": "none"}  # fmt: skip
+    response = ui_client.post("/simulations/new/", cpu)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert SimulationRun.objects.get().inputs["scheduler"]["cpu_matrix_dtypes"] == []
+    html = ui_client.post("/simulations/new/", {**FORM, "cpu_matrix_dtypes": "int4"}).content.decode()
+    assert 'name="cpu_matrix_dtypes" value="int4"' in html and 'aria-describedby="err-cpu_matrix_dtypes"' in html
+    assert "CPU" in html[html.index('id="err-cpu_matrix_dtypes"'):][:400] and SimulationRun.objects.count() == 1
+    html = ui_client.post("/simulations/new/", {**cpu, "cpu_matrix_dtypes": "int4 fp99"}).content.decode()
+    assert "fp99" in html[html.index('id="err-cpu_matrix_dtypes"'):][:400] and SimulationRun.objects.count() == 1
+
+
 def test_prefill_replicas_under_a_closed_loop_are_refused_at_that_field(catalog, ui_client):
     html = ui_client.post("/simulations/new/", {**FORM, "arrivals": "closed_loop", "concurrency": "8", "prefill_replicas": "1"}).content.decode()
     assert "closed loop" in html[html.index('id="err-prefill_replicas"'):][:400] and not SimulationRun.objects.exists()
