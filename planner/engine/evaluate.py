@@ -113,6 +113,7 @@ def _evaluate_chunk(context: EvaluationContext, grid: CandidateGrid) -> Results:
         ar_tpot_s=shared.ar_tpot_s,
         prefill_s=shared.prefill_one_s,
         prefill_batched_s_per_prompt=shared.prefill_batched_s,
+        prefill_rank_service_s=shared.prefill_rank_service_s,
         prefill_tokens=shared.tokens,
         prefill_padded_tokens=np.maximum(shared.tokens - workload.prompt_tokens, 0.0),
         usable_bytes_per_chip=hw.usable_memory_bytes,
@@ -128,13 +129,17 @@ class _Shared:
     prefill: PhaseCost  # one prompt alone
     prefill_one_s: np.ndarray
     prefill_batched_s: np.ndarray  # per prompt, prefilling b prompts together
+    # With attention data parallelism, a forward of one prompt on each attention replica (each one's time for its prompt
+    # while all prefill); prefill_one_s without it.
+    prefill_rank_service_s: np.ndarray
     ar: DecodeOutcome
     ar_tpot_s: np.ndarray
 
     def take(self, index) -> _Shared:
         return _Shared(
             tokens=self.tokens[index], prefill=self.prefill.take(index), prefill_one_s=self.prefill_one_s[index],
-            prefill_batched_s=self.prefill_batched_s[index], ar=self.ar.take(index), ar_tpot_s=self.ar_tpot_s[index],
+            prefill_batched_s=self.prefill_batched_s[index], prefill_rank_service_s=self.prefill_rank_service_s[index],
+            ar=self.ar.take(index), ar_tpot_s=self.ar_tpot_s[index],
         )  # fmt: skip
 
 
@@ -146,9 +151,15 @@ def _shared(ctx: EvaluationContext, grid: CandidateGrid, hw: CandidateHardware) 
     batched = _prefill(model, hw, tokens, hw.batch_per_replica)
     prefill_one_s = np.where(has_prompt, one.time_s, 0.0)
     prefill_batched_s = np.where(has_prompt, batched.time_s / hw.batch_per_replica, 0.0)
+    # A prompt alone is one attention replica's work (forward.py: the busiest rank); with every attention replica
+    # prefilling one, each takes a forward of adp prompts (the experts see all of them).
+    rank_service_s = prefill_one_s
+    if hw.any_attention_dp:
+        rank_service_s = np.where(has_prompt, _prefill(model, hw, tokens, hw.attention_data_parallel).time_s, 0.0)
     ar = Autoregressive().decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
-    ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s, tokens)
-    return _Shared(tokens=tokens, prefill=one, prefill_one_s=prefill_one_s, prefill_batched_s=prefill_batched_s, ar=ar, ar_tpot_s=ar_serve.tpot_s)
+    ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s, tokens, rank_service_s)
+    return _Shared(tokens=tokens, prefill=one, prefill_one_s=prefill_one_s, prefill_batched_s=prefill_batched_s,
+                   prefill_rank_service_s=rank_service_s, ar=ar, ar_tpot_s=ar_serve.tpot_s)  # fmt: skip
 
 
 def _decoding_blocks(decoding_index: np.ndarray, count: int) -> list[slice | np.ndarray]:
@@ -208,7 +219,7 @@ def _evaluate_one_decoding(
         outcome = shared.ar
     else:
         outcome = decoding.decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
-    serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s, shared.tokens)
+    serve = _serve(ctx, grid, hw, outcome, shared.prefill_one_s, shared.prefill_batched_s, shared.tokens, shared.prefill_rank_service_s)
     mem = memory_fit(model, hw, footprint=outcome.footprint, prompt_tokens=shared.tokens, resident=outcome.resident)
     no_math = outcome.no_math_path if outcome.no_math_path is not None else np.zeros(len(grid), dtype=bool)
     mfu = outcome.achieved_flops_per_s_per_chip / np.maximum(hw.peak_flops_per_s, 1e-30)
@@ -219,7 +230,9 @@ def _evaluate_one_decoding(
     rated = workload.request_rate_per_s is not None and not workload.looped
     busy = -np.expm1(-np.nan_to_num(serve.concurrency_needed, nan=np.inf) / hw.replicas) if rated else 1.0
     total_chips = grid.chip_count + serve.prefill_chips
-    watts = hw.tdp_watts * _mean_power_fraction(power_fraction(mfu, mbu, busy), grid, hw, serve, shared.prefill, shared.prefill_one_s,
+    # A pool replica's time per prompt: its attention replicas prefill one each at once (one prompt alone without attention DP).
+    per_prompt_s = shared.prefill_rank_service_s / hw.attention_data_parallel
+    watts = hw.tdp_watts * _mean_power_fraction(power_fraction(mfu, mbu, busy), grid, hw, serve, shared.prefill, per_prompt_s,
                                                  outcome.delivered_tokens)  # fmt: skip
     out = {
         "reason": _reasons(ctx, grid, hw, mem, serve, no_math),
@@ -258,8 +271,9 @@ def _evaluate_one_decoding(
 def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, prefill_one_s, delivered_tokens: float) -> np.ndarray:
     """The draw per chip, as a share of TDP, averaged over the configuration's chips. A disaggregated prefill pool draws at
     its own operating point (one prompt's MFU or MBU, compute-bound at any length that matters) for the share of the time
-    its replicas prefill: the served requests x one prefill (`prefill_one_s`, as the serving model times it: none
-    without a prompt) over the pool's replicas, at most all of it (the pool's utilisation, the M/D/c rho of
+    its replicas prefill: the served requests x a replica's time per prompt (`prefill_one_s`: one prefill, or with
+    attention data parallelism a forward of one prompt per attention replica over their number; none without a
+    prompt) over the pool's replicas, at most all of it (the pool's utilisation, the M/D/c rho of
     serving.py); idle the rest. The decode chips draw at theirs (`decode_fraction`)."""
     pool = serve.prefill_chips
     if not np.any(pool > 0):
@@ -274,7 +288,7 @@ def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, p
     return (grid.chip_count * decode_fraction + pool * prefill_fraction) / (grid.chip_count + pool)
 
 
-def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s, prefill_tokens):
+def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s, prefill_tokens, prefill_rank_service_s):
     return serving_metrics(
         concurrency=grid.batch.astype(float),
         replicas=hw.replicas,
@@ -295,6 +309,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         request_overhead_s=ctx.model.request_overhead_s(hw.request_overhead_s, hw.request_overhead_per_expert_layer_s),
         in_step_share=ctx.workload.in_step_share,
         prefill_token_budget=hw.prefill_token_budget,
+        prefill_rank_service_s=prefill_rank_service_s,
     )
 
 

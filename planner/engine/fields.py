@@ -93,6 +93,10 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
        "closed loop behind the other clients", nullable=True),
     _f("prefill_s", "s", "one prompt's prefill alone (the TTFT part)", in_estimate=False),
     _f("prefill_batched_s_per_prompt", "s", "prefilling b prompts together, per prompt", in_estimate=False),
+    _f("prefill_rank_service_s", "s", "with attention data parallelism, an attention replica's prefill of its prompt while each of the "
+       "attention_data_parallel replicas prefills one (a forward of that many prompts; a prompt alone is one replica's work, its "
+       "experts spread over all); without it, one prompt's prefill. A disaggregated prefill pool's replica serves that many prompts "
+       "in this time"),
     _f("prefill_tokens", "tokens", "prompt tokens computed (after TPU bucket padding)", kind="int"),
     _f("prefill_padded_tokens", "tokens", "padding tokens a bucket adds", kind="int"),
     _f("prefill_utilisation", "", "share of a replica's time spent prefilling", in_estimate=False),

@@ -145,6 +145,8 @@ def forward_cost(
     # Without attention DP anywhere in the block its terms are skipped: the same numbers, fewer array passes.
     split = hw.any_attention_dp
     flop_ranks = tp * pp * adp if split else tp * pp
+    # The busiest attention replica's sequences, ceil(b / adp), over the mean b / adp (below): 1 where they divide evenly.
+    rank_share = np.where(adp > 1, np.ceil(seqs / adp - 1e-9) * adp / np.maximum(seqs, 1e-30), 1.0) if split else 1.0
     # Where the chip's SDK pads the heads to a multiple of its ranks, the padded heads compute too (padding.py).
     attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks * query_head_factor(model, hw)
     # The LM head multiplies only the positions whose logits are wanted (its weights are read whole either way).
@@ -193,7 +195,7 @@ def forward_cost(
     kv = seqs * (kv_read_tokens + kv_write_tokens) * kv_token_bytes / pp
     replica_tokens = tokens
     if split:
-        kv, replica_tokens = kv / adp, tokens / adp
+        kv, replica_tokens = kv / adp * rank_share, tokens / adp * rank_share
     message = replica_tokens * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations
@@ -202,7 +204,16 @@ def forward_cost(
     # attention's own peak (hardware._attention_peak), whatever the weights' format.
     attention_peak = hw.attention_peak_flops_per_s if peak_flops_per_s is None else np.minimum(hw.attention_peak_flops_per_s, peak)
     attention_flops_per_s = hw.compute_fraction * np.maximum(attention_peak, 1e-30)
-    compute_stage = (flops - attention_flops - expert_flops - sixteen_flops) / achieved_flops_per_s + (attention_flops + sixteen_flops) / attention_flops_per_s
+    # With attention data parallelism the busiest attention replica holds ceil(b / adp) of the b sequences, and every
+    # rank waits for it at the experts' exchange: one prompt prefilled alone is one replica's work. Its attention, its
+    # projections and the dense layers it keeps, its cache and its activations take `rank_share` times the mean; the
+    # routed experts (and the dense layers an engine keeps tensor-parallel over the group, SGLang) are spread over every
+    # rank whatever the balance (docs/planner_math.md#parallelism).
+    local_dense = flops - attention_flops - expert_flops - sixteen_flops
+    if split:
+        group_flops = np.where(hw.dense_shards > 1, tokens * 2.0 * model.group_sharded_params * flop_scale / flop_ranks, 0.0)
+        local_dense = (local_dense - group_flops) * rank_share + group_flops
+    compute_stage = local_dense / achieved_flops_per_s + (attention_flops + sixteen_flops) * rank_share / attention_flops_per_s
     if model.is_moe:
         # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
         if expert_peak_flops_per_s is None:  # a draft's own peak alone stands for its experts' too

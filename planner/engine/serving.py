@@ -150,16 +150,18 @@ class PoolLoop:
     utilisation: np.ndarray
 
 
-def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0) -> PoolLoop:
-    """A prefill pool of `servers` replicas, each prefilling `prompts_per_service` prompts in one
-    service of `service_s`, fed by a closed loop of `clients` (disaggregated serving)."""
+def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0, own_s=None) -> PoolLoop:
+    """A prefill pool of `servers` servers, each prefilling `prompts_per_service` prompts in one
+    service of `service_s`, fed by a closed loop of `clients` (disaggregated serving). `own_s`: a prompt's
+    own prefill where it differs from the service (an attention-DP rank's prompt alone; default the service)."""
     k = np.maximum(np.asarray(prompts_per_service, dtype=float), 1.0)
     seen = seen_share(clients)
+    own = service_s if own_s is None else own_s
 
     def time_in_system(x):
-        return service_s + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
+        return own + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
 
-    upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, service_s, streamed_s))
+    upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, own, streamed_s))
     rate = closed_loop_rate(clients, time_in_system, upper=upper)
     # The wave: ceil(C / k) batches over c replicas, a prompt waiting for the rounds before its own.
     wave = np.maximum(np.ceil(np.asarray(clients, dtype=float) / k) / servers - 1.0, 0.0) * service_s / 2.0
@@ -188,7 +190,12 @@ def serving_metrics(
     request_overhead_s: np.ndarray | float = 0.0,
     in_step_share: float = 0.0,
     prefill_token_budget: np.ndarray | float = PREFILL_CHUNK_TOKENS,
+    prefill_rank_service_s: np.ndarray | None = None,
 ) -> ServingArrays:
+    """`prefill_rank_service_s`: with attention data parallelism, one attention replica's time for its prompt
+    while each of the `attention_data_parallel` replicas prefills one (a forward of that many prompts); a
+    disaggregated pool's replica serves that many prompts at once, each rank one (default: `prefill_one_s`, a
+    replica of one attention replica)."""
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
     batched = prefill_batched_per_prompt_s if needs_prefill else np.zeros_like(token_time_s)
@@ -214,10 +221,14 @@ def serving_metrics(
             pool_rate = pool_ceiling_rate(np.minimum(concurrency, clients), prefill_one, streamed)
         else:
             pool_rate = rate if rate else throughput / generated
-        pool_replicas = pool_replicas_for(pool_rate, prefill_one)
+        # Each attention replica of a pool replica is a server of its own prompts (one where there is no attention DP).
+        ranks = np.broadcast_to(np.asarray(attention_data_parallel, dtype=float), np.shape(token_time_s))
+        service = prefill_one if prefill_rank_service_s is None or not needs_prefill else prefill_rank_service_s
+        pool_replicas = pool_replicas_for(pool_rate, service / ranks)
+        servers = pool_replicas * ranks
 
         def queue(x):
-            return mdc_wait_s(x, prefill_one, pool_replicas), x * prefill_one / pool_replicas
+            return mdc_wait_s(x, service, servers), x * service / servers
 
         prefill_chips = pool_replicas * chips_per_replica if needs_prefill else np.zeros_like(tpot)
     else:
@@ -230,8 +241,8 @@ def serving_metrics(
     if looped:
         admitted = np.minimum(concurrency, clients)
         if disaggregated:
-            loop = pool_closed_loop(clients=admitted, service_s=prefill_one, servers=pool_replicas, streamed_s=streamed,
-                                    overhead_s=first_token_extra_s + request_overhead_s)  # fmt: skip
+            loop = pool_closed_loop(clients=admitted, service_s=service, servers=servers, streamed_s=streamed,
+                                    overhead_s=first_token_extra_s + request_overhead_s, own_s=prefill_one)  # fmt: skip
             served, steady, wave, rho = loop.rate_per_s, loop.steady_wait_s, loop.wave_wait_s, loop.utilisation
         else:
             base = prefill_one + first_token_extra_s + request_overhead_s + streamed

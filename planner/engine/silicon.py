@@ -374,14 +374,18 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch:
     """The prefill estimate with the closed loop's queue in its TTFT (the request overhead is
     spent before the queue, not in a prefill worker); `batch` prompts are prefilled at once."""
     batch = max(batch, 1)
-    service = np.array([prefill.ttft_s - request_overhead_s])  # one prefill of `batch` prompts on one worker
+    own = np.array([prefill.ttft_s - request_overhead_s])  # one prompt's prefill on one worker
+    # Each attention replica of a worker serves `batch` prompts at once: with attention DP, in a forward of one
+    # prompt on each of them (serving.serving_metrics' pool), without it in one prompt's own prefill.
+    ranks = float(prefill.attention_data_parallel)
+    service = own + (prefill.prefill_rank_service_s - prefill.prefill.time_s)
     streamed = (row.output_tokens - 1) * decode.tpot_s
     if row.prefill.workers:
-        servers = np.array([float(row.prefill.workers)])
+        servers = np.array([float(row.prefill.workers)]) * ranks
     else:
-        servers = pool_replicas_for(pool_ceiling_rate(float(row.concurrency), service, streamed) / batch, service)
+        servers = pool_replicas_for(pool_ceiling_rate(float(row.concurrency), own, streamed) / batch, service / ranks) * ranks
     loop = pool_closed_loop(clients=float(row.concurrency), service_s=service, servers=servers, prompts_per_service=batch,
-                            streamed_s=streamed, overhead_s=request_overhead_s)  # fmt: skip
+                            streamed_s=streamed, overhead_s=request_overhead_s, own_s=own)  # fmt: skip
     wait = float(in_step_wait_s(loop.steady_wait_s, loop.wave_wait_s, in_step_share)[0])
     return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait, queue_wait_s=wait)
 

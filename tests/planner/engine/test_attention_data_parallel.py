@@ -56,6 +56,36 @@ def test_for_a_dense_model_attention_dp_is_data_parallel_replicas():
     assert adp.tpot_s == pytest.approx(replicas.tpot_s, rel=1e-9)
     assert adp.output_tokens_per_s_total == pytest.approx(replicas.output_tokens_per_s_total, rel=1e-9)
     assert adp.memory.max_concurrency == replicas.memory.max_concurrency
+    # One prompt is one replica's, not spread over both chips.
+    assert adp.ttft_s == pytest.approx(replicas.ttft_s, rel=1e-9)
+
+
+def test_one_prompt_under_attention_dp_is_one_attention_replicas_work():
+    """The busiest attention replica sets the step (every rank waits for it at the experts' exchange): a prompt
+    prefilled alone runs its attention and dense layers on its own rank's chips, its experts over all eight."""
+    tp8, adp8 = _deepseek(8, 1, 1), _deepseek(1, 8, 1)
+    assert adp8.prefill.time_s > 1.2 * tp8.prefill.time_s and adp8.ttft_s > tp8.ttft_s
+    assert adp8.prefill.compute_s > 3.0 * tp8.prefill.compute_s  # its attention and dense GEMMs on one GPU of eight
+    # Eight prompts, one an attention replica, take one forward: the same rank-local work, eight prompts' experts.
+    assert adp8.prefill_rank_service_s > adp8.prefill.time_s and adp8.prefill_rank_service_s < 8 * adp8.prefill.time_s
+    assert tp8.prefill_rank_service_s == tp8.prefill.time_s
+    # A dense model's decode over two attention replicas: three sequences are a step of the replica holding two, as four are.
+    three, four = (estimate(llama_3_1_8b(), Deployment(chip=H200, chip_count=2, attention_data_parallel=2), WORK, batch=b).decode for b in (3, 4))
+    assert three.time_s == pytest.approx(four.time_s, rel=1e-9)
+
+
+def test_a_disaggregated_pool_of_attention_dp_replicas_serves_one_prompt_on_each_attention_replica():
+    rated = Workload(prompt_tokens=1024, output_tokens=64, request_rate_per_s=4.0)
+
+    def pool(tp, adp):
+        deployment = Deployment(chip=H200, chip_count=8, tensor_parallel=tp, attention_data_parallel=adp, weight_dtype="fp8", kv_dtype="fp8")
+        return estimate(DEEPSEEK_V3, deployment, rated, batch=64, disaggregated=True)
+
+    tp8, adp8 = pool(8, 1), pool(1, 8)
+    assert tp8.total_chips == adp8.total_chips == 16  # one pool replica each
+    # Eight servers at 4 prompts a second wait for nothing; one server of a 45 ms prefill waits a few ms.
+    assert adp8.queue_wait_s < 1e-3 < tp8.queue_wait_s
+    assert adp8.ttft_s == pytest.approx(adp8.prefill.time_s + adp8.queue_wait_s, rel=1e-6)
 
 
 def test_a_layout_that_does_not_divide_the_chips_is_refused():
