@@ -132,6 +132,7 @@ class _Shared:
     # With attention data parallelism, a forward of one prompt on each attention replica (each one's time for its prompt
     # while all prefill); prefill_one_s without it.
     prefill_rank_service_s: np.ndarray
+    rank_prefill: PhaseCost  # that forward (the prompt alone without attention DP): a pool replica's operating point
     ar: DecodeOutcome
     ar_tpot_s: np.ndarray
 
@@ -139,7 +140,7 @@ class _Shared:
         return _Shared(
             tokens=self.tokens[index], prefill=self.prefill.take(index), prefill_one_s=self.prefill_one_s[index],
             prefill_batched_s=self.prefill_batched_s[index], prefill_rank_service_s=self.prefill_rank_service_s[index],
-            ar=self.ar.take(index), ar_tpot_s=self.ar_tpot_s[index],
+            rank_prefill=self.rank_prefill.take(index), ar=self.ar.take(index), ar_tpot_s=self.ar_tpot_s[index],
         )  # fmt: skip
 
 
@@ -153,13 +154,14 @@ def _shared(ctx: EvaluationContext, grid: CandidateGrid, hw: CandidateHardware) 
     prefill_batched_s = np.where(has_prompt, batched.time_s / hw.batch_per_replica, 0.0)
     # A prompt alone is one attention replica's work (forward.py: the busiest rank); with every attention replica
     # prefilling one, each takes a forward of adp prompts (the experts see all of them).
-    rank_service_s = prefill_one_s
+    rank_service_s, rank = prefill_one_s, one
     if hw.any_attention_dp:
-        rank_service_s = np.where(has_prompt, _prefill(model, hw, tokens, hw.attention_data_parallel).time_s, 0.0)
+        rank = _prefill(model, hw, tokens, hw.attention_data_parallel)
+        rank_service_s = np.where(has_prompt, rank.time_s, 0.0)
     ar = Autoregressive().decode(DecodeInputs(model=model, hw=hw, workload=workload, grid=grid, compute=ctx.compute))
     ar_serve = _serve(ctx, grid, hw, ar, prefill_one_s, prefill_batched_s, tokens, rank_service_s)
     return _Shared(tokens=tokens, prefill=one, prefill_one_s=prefill_one_s, prefill_batched_s=prefill_batched_s,
-                   prefill_rank_service_s=rank_service_s, ar=ar, ar_tpot_s=ar_serve.tpot_s)  # fmt: skip
+                   prefill_rank_service_s=rank_service_s, rank_prefill=rank, ar=ar, ar_tpot_s=ar_serve.tpot_s)  # fmt: skip
 
 
 def _decoding_blocks(decoding_index: np.ndarray, count: int) -> list[slice | np.ndarray]:
@@ -232,7 +234,7 @@ def _evaluate_one_decoding(
     total_chips = grid.chip_count + serve.prefill_chips
     # A pool replica's time per prompt: its attention replicas prefill one each at once (one prompt alone without attention DP).
     per_prompt_s = shared.prefill_rank_service_s / hw.attention_data_parallel
-    watts = hw.tdp_watts * _mean_power_fraction(power_fraction(mfu, mbu, busy), grid, hw, serve, shared.prefill, per_prompt_s,
+    watts = hw.tdp_watts * _mean_power_fraction(power_fraction(mfu, mbu, busy), grid, hw, serve, shared.rank_prefill, per_prompt_s,
                                                  outcome.delivered_tokens)  # fmt: skip
     out = {
         "reason": _reasons(ctx, grid, hw, mem, serve, no_math),
@@ -270,7 +272,8 @@ def _evaluate_one_decoding(
 
 def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, prefill_one_s, delivered_tokens: float) -> np.ndarray:
     """The draw per chip, as a share of TDP, averaged over the configuration's chips. A disaggregated prefill pool draws at
-    its own operating point (one prompt's MFU or MBU, compute-bound at any length that matters) for the share of the time
+    its own operating point (the MFU or MBU of the forward a pool replica serves, `prefill`: one prompt, or with attention data
+    parallelism one on each attention replica; compute-bound at any length that matters) for the share of the time
     its replicas prefill: the served requests x a replica's time per prompt (`prefill_one_s`: one prefill, or with
     attention data parallelism a forward of one prompt per attention replica over their number; none without a
     prompt) over the pool's replicas, at most all of it (the pool's utilisation, the M/D/c rho of

@@ -169,6 +169,7 @@ def forward_cost(
         weights = weights + tp_replicated_bytes(model, hw, beta_w, sixteen_bit=weight_bytes_per_param is None) / pp
         flops = flops + tokens * 2.0 * model.tp_replicated_params * replicated_share
     sixteen_flops = 0.0
+    group_sixteen = 0.0  # of sixteen_flops, the dense layers an engine keeps over the attention-DP group (below)
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the
     # priced model's own (ModelSpec.weight_tables: the target's, a draft head's). A draft model passing
@@ -181,6 +182,9 @@ def forward_cost(
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
         # and of the replicated projections, those kept in 16 bits multiply at the 16-bit rate too
         sixteen_flops = sixteen_flops + tokens * 2.0 * tables.sixteen_bit_replicated_params[code] * replicated_share
+        if split and model.group_sharded_params:
+            group_head = 0.0 if model.tie_word_embeddings else sixteen_head
+            group_sixteen = (tokens * tables.sixteen_bit_group_params[code] + rows * group_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its
@@ -198,7 +202,10 @@ def forward_cost(
         kv, replica_tokens = kv / adp * rank_share, tokens / adp * rank_share
     message = replica_tokens * model.hidden_size * hw.activation_bytes  # one attention replica's activations
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
-    nbytes = weights + kv + activations
+    nbytes = weights + kv + activations  # the busiest attention replica's rank (memory_stage)
+    # What the work per chip reports is the mean rank's, as its FLOPs are (intensity, MBU): the busiest's KV and activations
+    # over rank_share.
+    mean_bytes = weights + (kv + activations) / rank_share if split else nbytes
     achieved_flops_per_s = hw.compute_fraction * np.maximum(peak, 1e-30)
     # Attention (QK^T, PV) multiplies activations by the KV cache, not by the weights: it runs at the
     # attention's own peak (hardware._attention_peak), whatever the weights' format.
@@ -211,9 +218,18 @@ def forward_cost(
     # rank whatever the balance (docs/planner_math.md#parallelism).
     local_dense = flops - attention_flops - expert_flops - sixteen_flops
     if split:
-        group_flops = np.where(hw.dense_shards > 1, tokens * 2.0 * model.group_sharded_params * flop_scale / flop_ranks, 0.0)
+        # The group's layers as local_dense and sixteen_flops count them: an untied LM head at the rows whose logits are
+        # wanted, and those the format keeps in 16 bits in sixteen_flops, not here.
+        group_head = 0.0 if model.tie_word_embeddings else head
+        group_params = model.group_sharded_params - group_head
+        grouped = (tokens * group_params + rows * group_head) * 2.0 * flop_scale / flop_ranks - group_sixteen
+        group_flops = np.where(hw.dense_shards > 1, grouped, 0.0)
+        group_sixteen = np.where(hw.dense_shards > 1, group_sixteen, 0.0)
         local_dense = (local_dense - group_flops) * rank_share + group_flops
-    compute_stage = local_dense / achieved_flops_per_s + (attention_flops + sixteen_flops) * rank_share / attention_flops_per_s
+        sixteen_stage = (sixteen_flops - group_sixteen) * rank_share + group_sixteen
+    else:
+        sixteen_stage = sixteen_flops * rank_share
+    compute_stage = local_dense / achieved_flops_per_s + (attention_flops * rank_share + sixteen_stage) / attention_flops_per_s
     if model.is_moe:
         # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
         if expert_peak_flops_per_s is None:  # a draft's own peak alone stands for its experts' too
@@ -224,13 +240,13 @@ def forward_cost(
     else:  # a dense model: no experts' term, and no array spent on it
         expert_compute_stage = np.zeros(np.shape(flops))
     memory_stage = (nbytes + busiest_extra_bytes) / (hw.bandwidth_fraction * hw.bandwidth_bytes_per_s)
-    comm_stage = _communication(model, hw, message, tokens)
+    comm_stage = _communication(model, hw, message)
     p2p = pipeline_p2p_s(message, pp, hw.p2p_bytes_per_s, hw.link_latency_s)
     overhead = hw.step_overhead_s + extra_overhead_s
     time = pp * (np.maximum(compute_stage, memory_stage) + comm_stage) + p2p + overhead
     return PhaseCost(
         flops_per_chip=flops * micro,
-        bytes_per_chip=nbytes * micro,
+        bytes_per_chip=mean_bytes * micro,
         compute_s=pp * compute_stage,
         memory_s=pp * memory_stage,
         expert_compute_s=pp * expert_compute_stage,
@@ -240,7 +256,7 @@ def forward_cost(
     )
 
 
-def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray) -> np.ndarray:
     """Per pipeline stage: Megatron's two all-reduces per layer; with attention data parallelism a
     MoE layer keeps the attention all-reduce and exchanges its tokens across the tp*adp expert-parallel
     ranks instead of all-reducing the FFN: all-to-all to the experts' ranks and back, or, under an engine
@@ -256,10 +272,10 @@ def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray,
     moe_layers = model.moe_layer_count / pp
     attention = tensor_parallel_comm_s(layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
     dense_ffn = tensor_parallel_comm_s(layers - moe_layers, message, tp, hw.link_bytes_per_s, hw.link_latency_s) / 2.0
-    # Each rank routes its share of the tokens to experts_per_token experts, at the width they travel
-    # (a LatentMoE dispatches its latents).
+    # Each rank routes its share of its attention replica's tokens (message: the busiest replica's) to
+    # experts_per_token experts, at the width they travel (a LatentMoE dispatches its latents).
     width = model.expert_token_width
-    routed = tokens / (adp * tp) * model.experts_per_token * width * hw.activation_bytes
+    routed = message / tp * model.experts_per_token * width / model.hidden_size
     a2a = expert_all_to_all_s(moe_layers, routed, tp * adp, hw.expert_link_bytes_per_s, hw.expert_link_latency_s)
     # Gathered: each of the tp*adp ranks receives every other rank's tokens (message is one attention
     # replica's) and sends its part of the results back, per layer.

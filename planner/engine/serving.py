@@ -19,7 +19,10 @@ Queueing (docs/planner_math.md#serving), with a request rate lambda:
   prefill time s_b: rho = lambda_replica * s_b and the M/D/1 mean wait
   W_q = rho * s_b / (2 * (1 - rho)) (Pollaczek-Khinchine, deterministic service);
 - disaggregated, a pool of c prefill replicas serving one prompt each in s: the M/D/c wait,
-  half the M/M/c (Erlang C) wait (the cv^2 = 0 case of the Allen-Cunneen approximation).
+  half the M/M/c (Erlang C) wait (the cv^2 = 0 case of the Allen-Cunneen approximation). With
+  attention data parallelism each of a replica's adp attention replicas serves its own prompts:
+  c x adp servers whose service is a forward of adp prompts, while a prompt's own prefill runs from
+  its forward alone (an idle pool) to that whole forward (a busy one) with the load (shared_forward_s).
 rho >= 1 means overload.
 
 Closed loop (a benchmark keeping C requests in flight, as the silicon measurements do): the
@@ -142,31 +145,42 @@ def pool_replicas_for(rate, service_s) -> np.ndarray:
     return np.floor(np.asarray(rate, dtype=float) * service_s) + 1.0
 
 
+def shared_forward_s(own_s, service_s, utilisation) -> np.ndarray:
+    """A prompt's own prefill on a pool whose servers are busy `utilisation` of the time, where its forward alone
+    (`own_s`) is shorter than a server's (`service_s`: with attention data parallelism, a prompt on every attention
+    replica): alone on an idle pool, the whole forward on a busy one, and in between that share of the way."""
+    return own_s + np.clip(utilisation, 0.0, 1.0) * (service_s - own_s)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PoolLoop:
     rate_per_s: np.ndarray  # requests per second the closed loop sends
     steady_wait_s: np.ndarray  # M/D/c wait of a staggered arrival
     wave_wait_s: np.ndarray  # mean wait when every client's prompt arrives at once
     utilisation: np.ndarray
+    own_s: np.ndarray  # a prompt's own prefill at this load (shared_forward_s)
 
 
 def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0, own_s=None) -> PoolLoop:
     """A prefill pool of `servers` servers, each prefilling `prompts_per_service` prompts in one
     service of `service_s`, fed by a closed loop of `clients` (disaggregated serving). `own_s`: a prompt's
-    own prefill where it differs from the service (an attention-DP rank's prompt alone; default the service)."""
+    prefill alone where it is shorter than the service (an attention-DP replica's prompt; default the service)."""
     k = np.maximum(np.asarray(prompts_per_service, dtype=float), 1.0)
     seen = seen_share(clients)
     own = service_s if own_s is None else own_s
 
+    def seen_load(x):
+        return seen * x * service_s / (k * servers)
+
     def time_in_system(x):
-        return own + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
+        return shared_forward_s(own, service_s, seen_load(x)) + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
 
     upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, own, streamed_s))
     rate = closed_loop_rate(clients, time_in_system, upper=upper)
     # The wave: ceil(C / k) batches over c replicas, a prompt waiting for the rounds before its own.
     wave = np.maximum(np.ceil(np.asarray(clients, dtype=float) / k) / servers - 1.0, 0.0) * service_s / 2.0
     return PoolLoop(rate_per_s=rate, steady_wait_s=mdc_wait_s(seen * rate / k, service_s, servers), wave_wait_s=wave,
-                    utilisation=rate * service_s / (k * servers))  # fmt: skip
+                    utilisation=rate * service_s / (k * servers), own_s=shared_forward_s(own, service_s, seen_load(rate)))  # fmt: skip
 
 
 def serving_metrics(
@@ -238,12 +252,13 @@ def serving_metrics(
             return md1_wait_s(rho, batched), rho
 
         prefill_chips = np.zeros_like(tpot)
+    own = prefill_one  # a prompt's own prefill (on a loaded attention-DP pool, part of the way to its server's forward)
     if looped:
         admitted = np.minimum(concurrency, clients)
         if disaggregated:
             loop = pool_closed_loop(clients=admitted, service_s=service, servers=servers, streamed_s=streamed,
                                     overhead_s=first_token_extra_s + request_overhead_s, own_s=prefill_one)  # fmt: skip
-            served, steady, wave, rho = loop.rate_per_s, loop.steady_wait_s, loop.wave_wait_s, loop.utilisation
+            served, steady, wave, rho, own = loop.rate_per_s, loop.steady_wait_s, loop.wave_wait_s, loop.utilisation, loop.own_s
         else:
             base = prefill_one + first_token_extra_s + request_overhead_s + streamed
             served = md1_closed_loop_rate(admitted, base, batched, replicas)
@@ -256,7 +271,7 @@ def serving_metrics(
         # Little's law closes the loop: each admitted client's turn lasts admitted / X. Below the prefill's capacity the
         # steady wait solves it already; at capacity (the rate held at what the prefill serves: one-token requests,
         # say) the M/D/1 wait at the seen load falls short of it, and the clients' time in system is admitted / X.
-        base = prefill_one + first_token_extra_s + request_overhead_s + streamed
+        base = own + first_token_extra_s + request_overhead_s + streamed
         steady = np.maximum(steady, admitted / np.maximum(served, 1e-30) - base)
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
         wait = in_step_wait_s(steady, wave, in_step_share) + admission
@@ -265,11 +280,13 @@ def serving_metrics(
         needed = np.full(np.shape(tpot), np.nan)  # the clients are the concurrency: no slot count to check
     elif rate:
         wait, rho = queue(np.full(np.shape(tpot), float(rate)))
+        if disaggregated:
+            own = shared_forward_s(prefill_one, service, rho)
     else:
         rho = np.zeros_like(tpot)
         wait = np.zeros_like(tpot)
     prefill_chips = np.broadcast_to(prefill_chips, np.shape(tpot)).astype(float)
-    ttft = prefill_one + first_token_extra_s + wait + request_overhead_s
+    ttft = own + first_token_extra_s + wait + request_overhead_s
     served_tokens = throughput
     if rate and not looped:
         needed = rate * (ttft + streamed)

@@ -387,7 +387,8 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch:
     loop = pool_closed_loop(clients=float(row.concurrency), service_s=service, servers=servers, prompts_per_service=batch,
                             streamed_s=streamed, overhead_s=request_overhead_s, own_s=own)  # fmt: skip
     wait = float(in_step_wait_s(loop.steady_wait_s, loop.wave_wait_s, in_step_share)[0])
-    return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait, queue_wait_s=wait)
+    shared = float(loop.own_s[0] - own[0])  # at load a prompt's forward carries the other attention replicas' prompts
+    return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait + shared, queue_wait_s=wait)
 
 
 def replicate_spread(rows: Sequence[SiliconRow]) -> dict:

@@ -342,6 +342,12 @@ class ModelSpec:
                 float(architecture.tp_replicated_params(self.shape, self.sixteen_bit_modules.get(w.weight_format, ()))) if w.bytes_per_param < 2.0 else 0.0
                 for w in layouts
             ]),
+            sixteen_bit_group_params=np.array([
+                float(architecture.sixteen_bit_module_params(self.shape, [m for m in self.sixteen_bit_modules.get(w.weight_format, ())
+                                                                           if m in GROUP_SHARDED_MODULES]))
+                if w.bytes_per_param < 2.0 and self.group_sharded_params else 0.0
+                for w in layouts
+            ]),
         )
 
     def weight_bytes(self, dtype: str) -> float:
@@ -363,6 +369,10 @@ class WeightLayout:
         return round(self.bytes_per_param * 8.0, 4)
 
 
+# The 16-bit modules (architecture.SIXTEEN_BIT_MODULES) that ModelSpec.group_sharded_params holds.
+GROUP_SHARDED_MODULES = ("router", "shared_experts", "dense_ffn", "moe_latent")
+
+
 @dataclass(frozen=True, kw_only=True)
 class WeightTables:
     """WeightLayout's numbers for every dtype code."""
@@ -373,6 +383,8 @@ class WeightTables:
     sixteen_bit_streamed_params: np.ndarray
     sixteen_bit_head_params: np.ndarray
     sixteen_bit_replicated_params: np.ndarray  # of ModelSpec.tp_replicated_params, those kept in 16 bits
+    # of ModelSpec.group_sharded_params, the modules kept in 16 bits (the LM head apart: sixteen_bit_head_params)
+    sixteen_bit_group_params: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -263,7 +263,7 @@ def test_simulate_caps_each_replica_at_its_share_of_the_configurations_batch(cat
 
     monkeypatch.setattr(simulation_services, "row_max_sequences", cap)
     monkeypatch.setattr(simulation_services, "simulate_setup", simulate)
-    body = {**BODY, "classes": [{**CHAT, "requests_per_s": 40.0}], "hardware": {"chips": ["nvidia-l40s"], "max_chips": 8}}
+    body = {**BODY, "classes": [{**CHAT, "requests_per_s": 120.0}], "hardware": {"chips": ["nvidia-l40s"], "max_chips": 8}}
     response = post(token_client, body, simulate=True)
     assert response.status_code == 201, response.json()
     checked = [c for c in calls if "replicas" in c]

@@ -3,9 +3,12 @@ experts are spread over every rank (expert parallelism) and exchanged all-to-all
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner.engine import ArchShape, ChipSpec, Deployment, ModelSpec, Workload, estimate
+from planner.engine.specs import Scheduler
 
 from .factories import llama_3_1_8b
 
@@ -72,6 +75,7 @@ def test_one_prompt_under_attention_dp_is_one_attention_replicas_work():
     # A dense model's decode over two attention replicas: three sequences are a step of the replica holding two, as four are.
     three, four = (estimate(llama_3_1_8b(), Deployment(chip=H200, chip_count=2, attention_data_parallel=2), WORK, batch=b).decode for b in (3, 4))
     assert three.time_s == pytest.approx(four.time_s, rel=1e-9)
+    assert three.bytes_per_chip < four.bytes_per_chip  # the work per chip reported is the mean replica's
 
 
 def test_a_disaggregated_pool_of_attention_dp_replicas_serves_one_prompt_on_each_attention_replica():
@@ -85,7 +89,8 @@ def test_a_disaggregated_pool_of_attention_dp_replicas_serves_one_prompt_on_each
     assert tp8.total_chips == adp8.total_chips == 16  # one pool replica each
     # Eight servers at 4 prompts a second wait for nothing; one server of a 45 ms prefill waits a few ms.
     assert adp8.queue_wait_s < 1e-3 < tp8.queue_wait_s
-    assert adp8.ttft_s == pytest.approx(adp8.prefill.time_s + adp8.queue_wait_s, rel=1e-6)
+    # A nearly idle pool: a prompt's prefill is within a few per cent of its forward alone.
+    assert adp8.ttft_s == pytest.approx(adp8.prefill.time_s + adp8.queue_wait_s, rel=0.05)
 
 
 def test_a_layout_that_does_not_divide_the_chips_is_refused():
@@ -180,3 +185,45 @@ def test_a_latent_moe_exchanges_its_latents_not_its_hidden_states():
         assert hidden > half > quarter
         assert hidden - half == pytest.approx(2 * (half - quarter), rel=1e-6)
         assert comm_s(7168, dispatch) == pytest.approx(hidden)
+
+
+def test_the_layers_an_engine_keeps_over_the_group_cost_one_prompt_an_eighth_of_eight_whatever_width_they_are_stored_at():
+    """SGLang spreads the dense FFN layers, the shared experts, the routers and the LM head over all eight ranks
+    whatever the balance: kept in 16 bits, they add to one prompt an eighth of what they add to eight prompts."""
+    sixteen = dataclasses.replace(DEEPSEEK_V3, sixteen_bit_modules={"fp8": ("router", "shared_experts", "dense_ffn")})
+
+    def compute_s(model, batch):
+        chip = dataclasses.replace(H200, scheduler=Scheduler(engine="SGLang-like", kv_memory_fraction=0.9, moe_dispatch="all_gather",
+                                                             attention_dp_dense="tensor_parallel"))  # fmt: skip
+        deployment = Deployment(chip=chip, chip_count=8, tensor_parallel=1, attention_data_parallel=8, weight_dtype="fp8", kv_dtype="fp8")
+        return estimate(model, deployment, Workload(prompt_tokens=8192, output_tokens=8), batch=batch).decode.compute_s
+
+    one, eight = (compute_s(sixteen, b) - compute_s(DEEPSEEK_V3, b) for b in (1, 8))
+    assert one > 0
+    assert one == pytest.approx(eight / 8, rel=1e-6)
+
+
+def test_one_prompt_on_one_attention_replica_sends_all_its_tokens_to_the_experts():
+    """Over eight ranks an all-to-all to k = 8 experts and a gather move the same bytes, for one prompt too: its
+    replica's rank sends every one of its tokens, not an eighth of them."""
+    one = Workload(prompt_tokens=8192, output_tokens=8)
+
+    def prefill_comm_s(engine, **scheduler):
+        chip = dataclasses.replace(H200, scheduler=Scheduler(engine=engine, kv_memory_fraction=0.9, **scheduler))
+        deployment = Deployment(chip=chip, chip_count=8, tensor_parallel=1, attention_data_parallel=8, weight_dtype="fp8", kv_dtype="fp8")
+        return estimate(DEEPSEEK_V3, deployment, one, batch=1).prefill.comm_s
+
+    assert prefill_comm_s("TensorRT-LLM-like") == pytest.approx(prefill_comm_s("vLLM-like", moe_dispatch="all_gather"), rel=1e-6)
+
+
+def test_a_pool_of_attention_dp_replicas_is_sized_by_the_forward_that_gives_each_attention_replica_a_prompt():
+    """Eight 8,192-token DeepSeek-V3 prompts, one an attention replica, take one forward of about 1.3 s: an eight-GPU
+    replica serves about six a second, so eight a second need a second replica, though a prompt alone takes under one."""
+    rated = Workload(prompt_tokens=8192, output_tokens=64, request_rate_per_s=8.0)
+    deployment = Deployment(chip=H200, chip_count=8, tensor_parallel=1, attention_data_parallel=8, weight_dtype="fp8", kv_dtype="fp8")
+    pool = estimate(DEEPSEEK_V3, deployment, rated, batch=64, disaggregated=True)
+    assert 8.0 * pool.prefill.time_s / 8 < 1.0 < 8.0 * pool.prefill_rank_service_s / 8
+    assert pool.total_chips == 8 + 2 * 8
+    # A busy pool's forwards carry the other attention replicas' prompts: a prompt's own prefill is longer than alone.
+    own = pool.ttft_s - pool.queue_wait_s
+    assert pool.prefill.time_s < own < pool.prefill_rank_service_s
