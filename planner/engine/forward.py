@@ -146,7 +146,9 @@ def forward_cost(
     split = hw.any_attention_dp
     flop_ranks = tp * pp * adp if split else tp * pp
     # The busiest attention replica's sequences, ceil(b / adp), over the mean b / adp (below): 1 where they divide evenly.
-    rank_share = np.where(adp > 1, np.ceil(seqs / adp - 1e-9) * adp / np.maximum(seqs, 1e-30), 1.0) if split else 1.0
+    # A replica that holds any sequence holds a whole one, however small an average `seqs` is.
+    busiest = np.maximum(np.ceil(seqs / adp - 1e-9), 1.0)
+    rank_share = np.where((adp > 1) & (seqs > 0), busiest * adp / np.maximum(seqs, 1e-30), 1.0) if split else 1.0
     # Where the chip's SDK pads the heads to a multiple of its ranks, the padded heads compute too (padding.py).
     attention_flops = seqs * attention_pairs * per_pair * flop_scale / flop_ranks * query_head_factor(model, hw)
     # The LM head multiplies only the positions whose logits are wanted (its weights are read whole either way).
@@ -204,8 +206,8 @@ def forward_cost(
     activations = message * model.num_layers * ACTIVATION_PASSES_PER_LAYER * flop_scale / pp
     nbytes = weights + kv + activations  # the busiest attention replica's rank (memory_stage)
     # What the work per chip reports is the mean rank's, as its FLOPs are (intensity, MBU): the busiest's KV and activations
-    # over rank_share.
-    mean_bytes = weights + (kv + activations) / rank_share if split else nbytes
+    # over rank_share (at least 1 where there are sequences; with none there is nothing to share out, not 0/0).
+    mean_bytes = weights + (kv + activations) / np.maximum(rank_share, 1.0) if split else nbytes
     achieved_flops_per_s = hw.compute_fraction * np.maximum(peak, 1e-30)
     # Attention (QK^T, PV) multiplies activations by the KV cache, not by the weights: it runs at the
     # attention's own peak (hardware._attention_peak), whatever the weights' format.

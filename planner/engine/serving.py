@@ -149,7 +149,8 @@ def shared_forward_s(own_s, service_s, utilisation) -> np.ndarray:
     """A prompt's own prefill on a pool whose servers are busy `utilisation` of the time, where its forward alone
     (`own_s`) is shorter than a server's (`service_s`: with attention data parallelism, a prompt on every attention
     replica): alone on an idle pool, the whole forward on a busy one, and in between that share of the way."""
-    return own_s + np.clip(utilisation, 0.0, 1.0) * (service_s - own_s)
+    with np.errstate(invalid="ignore"):  # an infinite forward (both infinite) is its own, not inf - inf
+        return np.where(service_s > own_s, own_s + np.clip(utilisation, 0.0, 1.0) * (service_s - own_s), own_s)
 
 
 @dataclass(frozen=True, kw_only=True)
