@@ -171,7 +171,6 @@ def forward_cost(
         weights = weights + tp_replicated_bytes(model, hw, beta_w, sixteen_bit=weight_bytes_per_param is None) / pp
         flops = flops + tokens * 2.0 * model.tp_replicated_params * replicated_share
     sixteen_flops = 0.0
-    group_sixteen = 0.0  # of sixteen_flops, the dense layers an engine keeps over the attention-DP group (below)
     # The parameters the weights' format keeps in 16 bits (LM head, a checkpoint's 16-bit modules: all
     # dense, read in full by every rank) stream at 16 bits and multiply in 16-bit math; they are the
     # priced model's own (ModelSpec.weight_tables: the target's, a draft head's). A draft model passing
@@ -184,9 +183,6 @@ def forward_cost(
         sixteen_flops = (tokens * (sixteen - sixteen_head) + rows * sixteen_head) * 2.0 * flop_scale / flop_ranks
         # and of the replicated projections, those kept in 16 bits multiply at the 16-bit rate too
         sixteen_flops = sixteen_flops + tokens * 2.0 * tables.sixteen_bit_replicated_params[code] * replicated_share
-        if split and model.group_sharded_params:
-            group_head = 0.0 if model.tie_word_embeddings else sixteen_head
-            group_sixteen = (tokens * tables.sixteen_bit_group_params[code] + rows * group_head) * 2.0 * flop_scale / flop_ranks
     # The routed experts' FLOPs run at expert_efficiency of the dense GEMMs' share of peak
     # (docs/planner_math.md#forward-cost); their weights stream like any other. Under expert
     # parallelism the busiest rank sets the layer's time (expert_imbalance): the times below take its
@@ -219,18 +215,12 @@ def forward_cost(
     # routed experts (and the dense layers an engine keeps tensor-parallel over the group, SGLang) are spread over every
     # rank whatever the balance (docs/planner_math.md#parallelism).
     local_dense = flops - attention_flops - expert_flops - sixteen_flops
+    sixteen_stage = sixteen_flops * rank_share
     if split:
-        # The group's layers as local_dense and sixteen_flops count them: an untied LM head at the rows whose logits are
-        # wanted, and those the format keeps in 16 bits in sixteen_flops, not here.
-        group_head = 0.0 if model.tie_word_embeddings else head
-        group_params = model.group_sharded_params - group_head
-        grouped = (tokens * group_params + rows * group_head) * 2.0 * flop_scale / flop_ranks - group_sixteen
-        group_flops = np.where(hw.dense_shards > 1, grouped, 0.0)
-        group_sixteen = np.where(hw.dense_shards > 1, group_sixteen, 0.0)
+        group_flops, group_sixteen = _group_kept_flops(model, hw, tokens, rows, flop_scale / flop_ranks,
+                                                       sixteen_bit=hw.any_sixteen_bit and weight_bytes_per_param is None)  # fmt: skip
         local_dense = (local_dense - group_flops) * rank_share + group_flops
         sixteen_stage = (sixteen_flops - group_sixteen) * rank_share + group_sixteen
-    else:
-        sixteen_stage = sixteen_flops * rank_share
     compute_stage = local_dense / achieved_flops_per_s + (attention_flops * rank_share + sixteen_stage) / attention_flops_per_s
     if model.is_moe:
         # The experts' GEMMs at their own peak: a CPU engine may run them on its vector units (ChipSpec.math_peak_flops_per_s).
@@ -256,6 +246,23 @@ def forward_cost(
         overhead_s=np.broadcast_to(overhead, np.shape(time)).copy(),
         time_s=time,
     )
+
+
+def _group_kept_flops(model: ModelSpec, hw: CandidateHardware, tokens, rows, scale, *, sixteen_bit: bool) -> tuple:
+    """Per rank, the FLOPs of the dense layers an engine keeps tensor-parallel over the attention-DP group
+    (ModelSpec.group_sharded_params, where hw.dense_shards > 1; 0 elsewhere), counted as forward_cost counts them: an
+    untied LM head at the `rows` whose logits are wanted, the rest at every token; split into those at the weights'
+    rate and those the format keeps in 16 bits (`sixteen_bit`: in forward_cost's sixteen_flops). `scale` is
+    flop_scale / flop_ranks."""
+    head = 0.0 if model.tie_word_embeddings else float(model.lm_head_params)
+    total = (tokens * (model.group_sharded_params - head) + rows * head) * 2.0 * scale
+    sixteen = 0.0
+    if sixteen_bit and model.group_sharded_params:
+        tables, code = model.weight_tables, hw.weight_dtype_code
+        sixteen_head = 0.0 if model.tie_word_embeddings else tables.sixteen_bit_head_params[code]
+        sixteen = (tokens * tables.sixteen_bit_group_params[code] + rows * sixteen_head) * 2.0 * scale
+    kept = hw.dense_shards > 1
+    return np.where(kept, total - sixteen, 0.0), np.where(kept, sixteen, 0.0)
 
 
 def _communication(model: ModelSpec, hw: CandidateHardware, message: np.ndarray) -> np.ndarray:

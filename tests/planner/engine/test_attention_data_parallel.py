@@ -78,6 +78,19 @@ def test_one_prompt_under_attention_dp_is_one_attention_replicas_work():
     assert three.bytes_per_chip < four.bytes_per_chip  # the work per chip reported is the mean replica's
 
 
+def test_docs_example_one_long_prompt_takes_four_times_as_long_under_attention_dp_as_under_tp():
+    """docs/planner_math.md#parallelism: one DeepSeek-V3 prompt of 8,192 tokens on eight H200s, fp8, takes 223 ms as
+    TP 8 and 984 ms as attention DP 8."""
+    prompt = Workload(prompt_tokens=8192, output_tokens=256)
+
+    def ttft_s(tp, adp):
+        deployment = Deployment(chip=H200, chip_count=8, tensor_parallel=tp, attention_data_parallel=adp, weight_dtype="fp8", kv_dtype="fp8")
+        return estimate(DEEPSEEK_V3, deployment, prompt, batch=1).ttft_s
+
+    assert ttft_s(8, 1) == pytest.approx(0.223, rel=0.01)
+    assert ttft_s(1, 8) == pytest.approx(0.984, rel=0.01)
+
+
 def test_a_disaggregated_pool_of_attention_dp_replicas_serves_one_prompt_on_each_attention_replica():
     rated = Workload(prompt_tokens=1024, output_tokens=64, request_rate_per_s=4.0)
 
