@@ -147,6 +147,12 @@ class ServingEngine(Sourced):
         default=False,
         help_text="A step that prefills runs no decodes (SGLang without --enable-mixed-chunk); false: prefill chunks and decodes share steps.",
     )  # fmt: skip
+    attention_dp_balance_timeout_steps = models.PositiveIntegerField(
+        default=0,
+        help_text="Under attention data parallelism, the steps a new prompt is held, while every attention replica is decoding, "
+                  "waiting for a prompt on every replica before it prefills (TensorRT-LLM's attention_dp_config with "
+                  "enable_balance: timeout_iters); 0: prompts are not held.",
+    )  # fmt: skip
     cpu_matrix_dtypes = models.JSONField(
         null=True, blank=True, default=None,
         help_text="On a CPU with matrix units (Intel AMX), the weight dtypes whose GEMMs it runs on them; null: every dtype. "

@@ -13,7 +13,7 @@ from typing import Any
 
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
-from planner.engine import absolute_percentage_error, group_stats, predict_metric, predict_row, read_measurements, summarize
+from planner.engine import absolute_percentage_error, group_stats, predict_measured, predict_metric, predict_row, read_measurements, summarize
 import numpy as np
 
 from planner.engine.efficiency import default_efficiency, resolve_efficiency
@@ -121,7 +121,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             model_spec = catalog_specs.model_spec(models[row.model])
             draft = catalog_specs.model_spec(models[draft_slug]) if draft_slug else None
             est = predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration, efficiency=host or None)
-            predicted = predict_metric(row.metric, est)
+            predicted = predict_measured(row, est)
         except (ValueError, KeyError) as exc:
             unpredicted.append({"id": row.id, "reason": str(exc)})
             continue
@@ -135,8 +135,8 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             # an admission cap. The row predicted again without it; its whole length where that cannot be predicted.
             no_wait = {**host, "request_overhead_s": 0.0}
             try:
-                without = predict_metric(row.metric, predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration,
-                                                                  efficiency=no_wait))  # fmt: skip
+                without = predict_measured(row, predict_row(row, model_spec, chip_spec, draft=draft, calibration=calibration,
+                                                             efficiency=no_wait))  # fmt: skip
             except (ValueError, KeyError):
                 without = float("nan")
             waited = max(predicted - without, 0.0) if math.isfinite(without) else host["request_overhead_s"]

@@ -100,6 +100,7 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
         cpu_matrix_dtypes=tuple(engine.cpu_matrix_dtypes) if engine.cpu_matrix_dtypes is not None else None,
         cpu_matrix_experts=engine.cpu_matrix_experts, weight_dtypes=tuple(engine.weight_dtypes) or None,
         moe_dispatch=engine.moe_dispatch, attention_dp_dense=engine.attention_dp_dense,
+        attention_dp_balance_timeout_steps=engine.attention_dp_balance_timeout_steps,
     )  # fmt: skip
 
 

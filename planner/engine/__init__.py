@@ -14,6 +14,7 @@ from .accuracy import (
     choose_layout,
     decoding_from_params,
     group_stats,
+    predict_measured,
     predict_metric,
     predict_row,
     ratio_stats,
@@ -59,6 +60,6 @@ __all__ = [
     "Speculative", "Workload", "absolute_percentage_error", "acceptance_rate_from_mean_accepted", "blocks_computed",
     "blocks_saved_by_early_stop", "cartesian_grid", "choose_compute_dtype", "choose_layout", "decoding_from_params",
     "default_efficiency", "default_kv_dtype", "estimate", "evaluate", "expected_tokens_per_step", "experts_touched",
-    "lpu_min_chips", "method_names", "pareto_front", "policy_for", "predict_metric", "predict_row", "read_measurements",
+    "lpu_min_chips", "method_names", "pareto_front", "policy_for", "predict_measured", "predict_metric", "predict_row", "read_measurements",
     "resolve_efficiency", "search", "speculative_speedup", "group_stats", "ratio_stats", "summarize", "tensor_parallel_options", "weights_total_bytes",
 ]  # fmt: skip

@@ -96,6 +96,19 @@ def predict_metric(metric: str, estimate_: Estimate) -> float:
     raise ValueError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
 
 
+def predict_measured(row: MeasuredRow, estimate_: Estimate) -> float:
+    """The number an Estimate predicts for a measured row: predict_metric's, but for a static batch's TTFT (no `load`,
+    a batch of several prompts sent together, as the Neuron throughput tables run them): every prompt of a replica's
+    batch is prefilled before the first token of any, so each waits for the batch's prefill, not one prompt's."""
+    predicted = predict_metric(row.metric, estimate_)
+    if row.metric != "ttft_s" or row.load is not None or not isinstance(row.batch, int) or estimate_.batch < 2:
+        return predicted
+    if estimate_.prefill.time_s <= 0:  # masked diffusion: the prompt rides in every step, no prefill of its own
+        return predicted
+    per_replica = math.ceil(estimate_.batch / max(estimate_.replicas, 1.0))  # what memory admitted of the batch
+    return predicted + per_replica * estimate_.prefill_batched_s_per_prompt - estimate_.prefill.time_s
+
+
 @dataclass(frozen=True, kw_only=True)
 class MeasuredRow:
     id: str

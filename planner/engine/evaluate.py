@@ -313,6 +313,8 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         in_step_share=ctx.workload.in_step_share,
         prefill_token_budget=hw.prefill_token_budget,
         prefill_rank_service_s=prefill_rank_service_s,
+        balance_timeout_steps=hw.balance_timeout_steps,
+        engine_step_s=outcome.token_time_s * outcome.tokens_per_step,
     )
 
 

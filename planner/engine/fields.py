@@ -92,7 +92,8 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
     _f("queue_wait_s", "s", "mean wait before the prefill: under a request rate for a free slot of the batch and for the prefill; in a "
        "closed loop behind the other clients", nullable=True),
     _f("prefill_s", "s", "one prompt's prefill alone (the TTFT part)", in_estimate=False),
-    _f("prefill_batched_s_per_prompt", "s", "prefilling b prompts together, per prompt", in_estimate=False),
+    _f("prefill_batched_s_per_prompt", "s", "per prompt, prefilling a replica's batch of prompts together (a static batch's prompts "
+       "wait for all of them: this times the batch per replica)"),
     _f("prefill_rank_service_s", "s", "with attention data parallelism, an attention replica's prefill of its prompt while each of the "
        "attention_data_parallel replicas prefills one (a forward of that many prompts; a prompt alone is one replica's work, its "
        "experts spread over all); without it, one prompt's prefill. A disaggregated prefill pool's replica serves that many prompts "

@@ -37,6 +37,7 @@ class ChipTable:
     kv_memory_of_free: np.ndarray  # bool: the fraction is of what the weights leave (the scheduler's rule)
     max_batch_sequences: np.ndarray  # per attention replica; inf when the scheduler sets none
     prefill_token_budget: np.ndarray
+    balance_timeout_steps: np.ndarray  # steps a prompt is held for every attention-DP rank to have one (Scheduler); 0: none
     tp_spans_nodes: np.ndarray  # bool: tensor parallelism may exceed a node
     stages_cross_network: np.ndarray  # bool: pipeline stages beyond a node use the NICs
     weights_on_chip_only: np.ndarray  # bool: the chips must hold every weight
@@ -70,6 +71,7 @@ def chip_table(chips: Sequence[ChipSpec]) -> ChipTable:
         kv_memory_of_free=np.array([bool(c.scheduler and c.scheduler.kv_memory_of_free) for c in chips], dtype=bool),
         max_batch_sequences=column(lambda c: (c.scheduler and c.scheduler.max_batch_sequences) or np.inf),
         prefill_token_budget=column(lambda c: (c.scheduler and c.scheduler.prefill_token_budget) or PREFILL_CHUNK_TOKENS),
+        balance_timeout_steps=column(lambda c: c.scheduler.attention_dp_balance_timeout_steps if c.scheduler else 0),
         tp_spans_nodes=flag("tensor_parallel_spans_nodes"),
         stages_cross_network=flag("stages_cross_network"),
         weights_on_chip_only=flag("weights_on_chip_only"),
@@ -103,6 +105,7 @@ class CandidateHardware:
     kv_memory_of_free: np.ndarray  # bool: the KV cache gets usable_fraction of what the weights leave
     max_batch_sequences: np.ndarray  # per attention replica (inf: no cap)
     prefill_token_budget: np.ndarray  # prompt tokens one step prefills
+    balance_timeout_steps: np.ndarray  # steps a prompt is held for every attention-DP rank to have one (0: no hold)
     bandwidth_bytes_per_s: np.ndarray
     peak_flops_per_s: np.ndarray  # of the compute dtype chosen for the weights
     expert_peak_flops_per_s: np.ndarray  # the same for a MoE model's routed experts (a CPU engine may run them on its vector units)
@@ -209,6 +212,7 @@ def candidate_hardware(
         kv_memory_of_free=table.kv_memory_of_free[c],
         max_batch_sequences=table.max_batch_sequences[c],
         prefill_token_budget=table.prefill_token_budget[c],
+        balance_timeout_steps=table.balance_timeout_steps[c],
         bandwidth_bytes_per_s=table.bandwidth_bytes_per_s[c],
         peak_flops_per_s=compute.peak_flops_per_s[c, w],
         expert_peak_flops_per_s=compute.expert_peak_flops_per_s[c, w],

@@ -132,14 +132,17 @@ def tp_replicated_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param
 def group_split_bytes(model: ModelSpec, hw: CandidateHardware, bytes_per_param, *, sixteen_bit: bool) -> np.ndarray | float:
     """What one attention replica does not hold (nor stream) of the dense layers an engine keeps tensor-parallel
     over the attention-DP group (Scheduler.attention_dp_dense, SGLang): (1 - 1/adp) of ModelSpec.group_sharded_params
-    at `bytes_per_param`, and of an untied LM head's extra 16-bit byte where the format keeps it in 16 bits
+    at `bytes_per_param`, and of the extra bytes of those the format keeps in 16 bits (an untied LM head, a
+    checkpoint's 16-bit routers, shared experts or dense FFN layers: WeightTables.sixteen_bit_group_params)
     (`sixteen_bit`: the priced model's own weights, not a draft passing its own width). The whole model's; 0
     where no candidate splits them."""
     if not model.group_sharded_params:
         return 0.0
     split = model.group_sharded_params * bytes_per_param
-    if sixteen_bit and hw.any_sixteen_bit and not model.tie_word_embeddings:
-        split = split + model.weight_tables.sixteen_bit_head_params[hw.weight_dtype_code] * (SIXTEEN_BIT_BYTES - bytes_per_param)
+    if sixteen_bit and hw.any_sixteen_bit:
+        tables, code = model.weight_tables, hw.weight_dtype_code
+        kept = tables.sixteen_bit_group_params[code] + (0.0 if model.tie_word_embeddings else tables.sixteen_bit_head_params[code])
+        split = split + kept * (SIXTEEN_BIT_BYTES - bytes_per_param)
     return split * (1.0 - 1.0 / hw.dense_shards)
 
 

@@ -38,6 +38,10 @@ share the c prefill replicas). Each later round arrives staggered by the prefill
 meets the steady queue above. The mean wait mixes the two by the workload's in-step share s
 (1 / requests per client): W = (1 - s) W_steady + s max(W_wave, W_steady)
 (docs/planner_math.md#serving).
+
+An engine that balances attention-data-parallel replicas (TensorRT-LLM's attention_dp_config with
+enable_balance) holds a new prompt, while every replica has decodes running, until each replica has
+one or its timeout of steps has passed (balance_hold_s); a staggered arrival waits that hold too.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln, pdtr
+from scipy.special import digamma, gammaln, pdtr
 
 from .units import PREFILL_CHUNK_TOKENS
 
@@ -133,6 +137,30 @@ def in_step_wait_s(steady_s: np.ndarray, wave_s: np.ndarray, in_step_share: floa
     return (1.0 - in_step_share) * steady_s + in_step_share * np.maximum(wave_s, steady_s)
 
 
+def balance_hold_s(*, rate_per_replica, step_s, timeout_steps, ranks, sequences_per_rank, busy=0.0) -> np.ndarray:
+    """The mean time a prompt is held by an engine that balances its attention-DP ranks (TensorRT-LLM's
+    attention_dp_config.enable_balance; PyExecutor._balance_adp_requests): while every rank has decodes running, a
+    step runs no prompt unless each of the `ranks` ranks has one. The engine counts the steps on which they do not,
+    prompts or none, and releases whatever waits when the count reaches `timeout_steps` or every rank has a prompt,
+    starting the count again: the hold runs in cycles of T = timeout_steps engine steps (`step_s` each), each cut
+    short where prompts arriving at `rate_per_replica` (lambda), each at a rank where a sequence ended, any rank alike,
+    have covered every rank: ranks * H(ranks) of them on average (the coupon collector). A prompt arrives at a uniform
+    point of its cycle and waits out the rest, half a cycle of min(T, ranks H(ranks) / lambda) on average.
+
+    No hold where a rank may have no decode running: a rank holding one sequence has none while that sequence's
+    successor waits, and the engine then releases every prompt; in full from two sequences per rank
+    (`sequences_per_rank`), in proportion between. Nor where the prefill is busy (`busy`, its utilisation): prompts
+    queued behind it give every rank one (docs/planner_math.md#serving)."""
+    ranks = np.asarray(ranks, dtype=float)
+    lam = np.asarray(rate_per_replica, dtype=float)
+    timeout = np.asarray(timeout_steps, dtype=float) * np.asarray(step_s, dtype=float)
+    covering = ranks * (digamma(ranks + 1.0) + np.euler_gamma)  # ranks * H(ranks)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cycle = np.minimum(timeout, np.where(lam > 0, covering / np.maximum(lam, 1e-300), np.inf))
+    share = np.clip(np.asarray(sequences_per_rank, dtype=float) - 1.0, 0.0, 1.0) * np.clip(1.0 - np.asarray(busy, dtype=float), 0.0, 1.0)
+    return np.where((ranks > 1) & (timeout > 0) & np.isfinite(cycle), cycle / 2.0 * share, 0.0)
+
+
 def pool_ceiling_rate(clients, service_s, streamed_s) -> np.ndarray:
     """The highest rate a closed loop of `clients` can send: each request no shorter than its
     own prefill and stream."""
@@ -178,10 +206,21 @@ def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, st
 
     upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, own, streamed_s))
     rate = closed_loop_rate(clients, time_in_system, upper=upper)
-    # The wave: ceil(C / k) batches over c replicas, a prompt waiting for the rounds before its own.
-    wave = np.maximum(np.ceil(np.asarray(clients, dtype=float) / k) / servers - 1.0, 0.0) * service_s / 2.0
-    return PoolLoop(rate_per_s=rate, steady_wait_s=mdc_wait_s(seen * rate / k, service_s, servers), wave_wait_s=wave,
-                    utilisation=rate * service_s / (k * servers), own_s=shared_forward_s(own, service_s, seen_load(rate)))  # fmt: skip
+    own_at_load = shared_forward_s(own, service_s, seen_load(rate))
+    # Little's law closes the loop: each client's turn lasts C / X. Below the pool's capacity the M/D/c wait at the seen
+    # load solves it already; at capacity (the rate held at what the pool serves) it falls short, and the wait is what
+    # C / X leaves (serving_metrics applies the same floor to a colocated replica).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = np.asarray(clients, dtype=float) / np.maximum(rate, 1e-30) - (own_at_load + overhead_s + streamed_s)
+    steady = np.maximum(mdc_wait_s(seen * rate / k, service_s, servers), floor)
+    # The wave: ceil(C / k) batches over the servers, a prompt waiting for the rounds before its own; and every server it
+    # fills prefills a whole service, not a prompt's forward at the steady load (an attention-DP replica's prompt rides
+    # on the forward of a prompt on every replica: s (R + 1) / 2 in all, R rounds).
+    batches = np.ceil(np.asarray(clients, dtype=float) / k)
+    filled = np.clip(batches / np.maximum(servers, 1e-30), 0.0, 1.0)
+    wave = np.maximum(batches / servers - 1.0, 0.0) * service_s / 2.0 + filled * np.maximum(service_s - own_at_load, 0.0)
+    return PoolLoop(rate_per_s=rate, steady_wait_s=steady, wave_wait_s=wave, utilisation=rate * service_s / (k * servers),
+                    own_s=own_at_load)  # fmt: skip
 
 
 def serving_metrics(
@@ -206,11 +245,15 @@ def serving_metrics(
     in_step_share: float = 0.0,
     prefill_token_budget: np.ndarray | float = PREFILL_CHUNK_TOKENS,
     prefill_rank_service_s: np.ndarray | None = None,
+    balance_timeout_steps: np.ndarray | float = 0.0,
+    engine_step_s: np.ndarray | None = None,
 ) -> ServingArrays:
     """`prefill_rank_service_s`: with attention data parallelism, one attention replica's time for its prompt
     while each of the `attention_data_parallel` replicas prefills one (a forward of that many prompts); a
     disaggregated pool's replica serves that many prompts at once, each rank one (default: `prefill_one_s`, a
-    replica of one attention replica)."""
+    replica of one attention replica). `balance_timeout_steps`: an engine that holds a colocated replica's prompts
+    until every attention replica has one (specs.Scheduler.attention_dp_balance_timeout_steps; balance_hold_s), counting
+    its steps of `engine_step_s` (a speculative cycle commits several tokens; default: `token_time_s`)."""
     generated = max(delivered_tokens, 1.0)
     prefill_one = prefill_one_s if needs_prefill else np.zeros_like(token_time_s)
     batched = prefill_batched_per_prompt_s if needs_prefill else np.zeros_like(token_time_s)
@@ -254,6 +297,15 @@ def serving_metrics(
 
         prefill_chips = np.zeros_like(tpot)
     own = prefill_one  # a prompt's own prefill (on a loaded attention-DP pool, part of the way to its server's forward)
+
+    def balance_hold(requests_per_s, in_flight_per_replica, busy):
+        if not (needs_prefill and np.any(np.asarray(balance_timeout_steps) > 0)):
+            return np.zeros_like(tpot)
+        ranks = np.broadcast_to(np.asarray(attention_data_parallel, dtype=float), np.shape(tpot))
+        step = token_time_s if engine_step_s is None else engine_step_s
+        return balance_hold_s(rate_per_replica=requests_per_s / replicas, step_s=step, timeout_steps=balance_timeout_steps,
+                              ranks=ranks, sequences_per_rank=in_flight_per_replica / ranks, busy=busy)  # fmt: skip
+
     if looped:
         admitted = np.minimum(concurrency, clients)
         if disaggregated:
@@ -267,15 +319,25 @@ def serving_metrics(
             # The wave: a replica prefills its b prompts in chunks of the engine's prefill token budget,
             # and a prompt's first token comes when its chunk is done, on average (n + 1) / 2n of the
             # wave's prefill.
-            chunks = np.maximum(np.ceil(batch_per_replica * prefill_tokens / prefill_token_budget), 1.0)
+            # A prompt longer than the budget is done only at its last chunk: at most b completions, one per prompt.
+            chunks = np.clip(np.ceil(batch_per_replica * prefill_tokens / prefill_token_budget), 1.0, np.maximum(batch_per_replica, 1.0))
             wave = np.maximum(batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks) - prefill_one, 0.0)
         # Little's law closes the loop: each admitted client's turn lasts admitted / X. Below the prefill's capacity the
         # steady wait solves it already; at capacity (the rate held at what the prefill serves: one-token requests,
         # say) the M/D/1 wait at the seen load falls short of it, and the clients' time in system is admitted / X.
         base = own + first_token_extra_s + request_overhead_s + streamed
         steady = np.maximum(steady, admitted / np.maximum(served, 1e-30) - base)
+        # A round that arrives in one wave gives every attention replica its prompts at once: only the staggered
+        # arrivals are held for the others (balance_hold_s; a disaggregated pool's prefill workers run no decodes).
+        hold = 0.0 if disaggregated else balance_hold(served, batch_per_replica, rho)
+        mixed = in_step_wait_s(steady, wave, in_step_share) + (1.0 - in_step_share) * hold
+        # The rate the admitted clients send at that mean wait (Little's law again: the rate solved on the steady queue
+        # alone overstates it where a share of the rounds waits in a wave or a hold).
+        consistent = admitted / np.maximum(base + mixed, 1e-30)
+        rho = rho * consistent / np.maximum(served, 1e-30)
+        served = consistent
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
-        wait = in_step_wait_s(steady, wave, in_step_share) + admission
+        wait = mixed + admission
         throughput = served * generated
         rate = None
         needed = np.full(np.shape(tpot), np.nan)  # the clients are the concurrency: no slot count to check
@@ -283,6 +345,10 @@ def serving_metrics(
         wait, rho = queue(np.full(np.shape(tpot), float(rate)))
         if disaggregated:
             own = shared_forward_s(prefill_one, service, rho)
+        else:
+            # The sequences in flight are what the rate keeps there (Little's law), at most the batch.
+            in_flight = np.minimum(batch_per_replica, float(rate) / replicas * (own + first_token_extra_s + request_overhead_s + wait + streamed))
+            wait = wait + balance_hold(float(rate), in_flight, rho)
     else:
         rho = np.zeros_like(tpot)
         wait = np.zeros_like(tpot)

@@ -5,8 +5,9 @@ Each row is one serving configuration measured at a closed-loop concurrency, wit
 TTFT and TPOT. `read_silicon` types the rows as they are; `silicon_estimates` turns one row
 into the planner's estimate of each of the two metrics:
 - agg: one worker of tp x attention_dp x pp GPUs serves prefill and decode (continuous
-  batching) for a closed loop of `concurrency` clients; the batch is the concurrency, capped
-  at the engine's max batch (the rest wait for a slot).
+  batching) for a closed loop of `concurrency` clients; the batch is the concurrency (a published
+  batch size is not read as a cap: agg_batch), what the KV cache holds admitted, the rest waiting
+  for a slot.
 - disagg: TPOT from one decode worker holding concurrency / decode workers sequences (a count
   left unpublished is read as the median the rows that publish theirs deploy); TTFT
   from the prefill workers as an M/D/c queue (c workers, each serving its batch of prompts in
@@ -376,9 +377,11 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch:
     batch = max(batch, 1)
     own = np.array([prefill.ttft_s - request_overhead_s])  # one prompt's prefill on one worker
     # Each attention replica of a worker serves `batch` prompts at once: with attention DP, in a forward of one
-    # prompt on each of them (serving.serving_metrics' pool), without it in one prompt's own prefill.
+    # prompt on each of them (serving.serving_metrics' pool), without it in one prompt's own prefill; a batch of
+    # several prompts takes their prefill together.
     ranks = float(prefill.attention_data_parallel)
-    service = own + (prefill.prefill_rank_service_s - prefill.prefill.time_s)
+    together = batch * prefill.prefill_batched_s_per_prompt - prefill.prefill.time_s if batch > 1 else 0.0
+    service = own + together + (prefill.prefill_rank_service_s - prefill.prefill.time_s)
     streamed = (row.output_tokens - 1) * decode.tpot_s
     if row.prefill.workers:
         servers = np.array([float(row.prefill.workers)]) * ranks

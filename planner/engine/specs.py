@@ -55,6 +55,9 @@ class Scheduler:
         AMX kernels take plain matrix multiplies, not the experts' MUL_MAT_ID: False).
     weight_dtypes: the weight dtypes the engine serves (the catalog's list); a search builds no candidate of another
         on a chip under this engine (grid.py). None: every dtype.
+    attention_dp_balance_timeout_steps: under attention data parallelism, the steps a new prompt is held, while every
+        attention replica has decodes running, waiting for a prompt on every replica before any of them prefills
+        (TensorRT-LLM's attention_dp_config with enable_balance: its timeout_iters); 0: no hold. serving.balance_hold_s.
     """
 
     engine: str
@@ -68,6 +71,7 @@ class Scheduler:
     cpu_matrix_dtypes: tuple[str, ...] | None = None
     cpu_matrix_experts: bool = True
     weight_dtypes: tuple[str, ...] | None = None
+    attention_dp_balance_timeout_steps: int = 0
 
     def __post_init__(self) -> None:
         for name in ("cpu_matrix_dtypes", "weight_dtypes"):
@@ -85,6 +89,8 @@ class Scheduler:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{self.engine}: {name} must be >= 1")
+        if self.attention_dp_balance_timeout_steps < 0:
+            raise ValueError(f"{self.engine}: attention_dp_balance_timeout_steps must be >= 0")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -108,6 +108,7 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"serving_engine": "TensorRT-LLM", "chip": "amd-mi300x"}, "serving_engine"),
         ({"scheduler": {"max_sequences": 0}}, "scheduler.max_sequences"),
         ({"scheduler": {"memory_fraction": 1.5}}, "scheduler.memory_fraction"),
+        ({"scheduler": {"attention_dp_balance_steps": -1}}, "scheduler.attention_dp_balance_steps"),
         ({"scheduler": {"prefill_alone": True}}, "scheduler.prefill_alone"),  # a simulation's knob: the closed form does not read it
         ({"scheduler": {"cpu_matrix_dtypes": ["int3"]}}, "scheduler.cpu_matrix_dtypes"),
         ({"scheduler": {"cpu_matrix_dtypes": "int8"}}, "scheduler.cpu_matrix_dtypes"),
@@ -146,6 +147,18 @@ def test_attention_data_parallelism_is_an_estimate_field(catalog, anonymous_clie
     assert e["feasible"] and e["attention_data_parallel"] == 8 and e["replicas"] == 1
     bad = anonymous_client.post("/api/v1/estimates/", {**body, "attention_data_parallel": 3}, format="json")
     assert bad.status_code == 400 and "chip_count" in bad.json()
+
+
+def test_tensorrt_llms_attention_dp_balance_holds_a_closed_loops_prompts_unless_the_server_turns_it_off(catalog, anonymous_client):
+    """DeepSeek-V3 under TensorRT-LLM as attention DP 8 on eight H200s, 128 clients: its catalog balance (60 steps) holds
+    each staggered prompt until every rank has one; `scheduler.attention_dp_balance_steps` 0 turns it off."""
+    body = {**BASE, "model": "deepseek-v3", "chip": "nvidia-h200-sxm", "chip_count": 8, "tensor_parallel": 1, "attention_data_parallel": 8,
+            "weight_dtype": "fp8", "serving_engine": "TensorRT-LLM", "prompt_tokens": 1024, "output_tokens": 1024, "concurrency": 128,
+            "closed_loop": True}  # fmt: skip
+    held = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    off = anonymous_client.post("/api/v1/estimates/", {**body, "scheduler": {"attention_dp_balance_steps": 0}}, format="json").json()
+    assert held["ttft_s"] > off["ttft_s"] + 0.1 and held["tpot_s"] == off["tpot_s"]
+    assert held["prefill_batched_s_per_prompt"] > 0
 
 
 def test_an_estimate_carries_80_percent_intervals_that_say_what_they_rest_on(catalog, anonymous_client):
@@ -284,7 +297,7 @@ def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():
     scheduler = SimulationInputSerializer().fields["scheduler"]
     assert isinstance(scheduler, SchedulerSerializer)
     assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "cpu_matrix_dtypes", "kv_block_tokens",
-                                     "prefix_caching", "prefill_alone"}  # fmt: skip
+                                     "prefix_caching", "prefill_alone", "attention_dp_balance_steps"}  # fmt: skip
 
 
 def test_an_estimate_on_a_cpu_may_say_its_build_has_no_matrix_unit_kernels(catalog, anonymous_client):

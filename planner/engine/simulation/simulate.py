@@ -46,6 +46,10 @@ class SchedulerOptions:
     # On a CPU, the weight dtypes whose GEMMs the run's build multiplies on the chip's matrix units (specs.Scheduler's
     # field; () for none: a build without those kernels, such as llama.cpp before its AMX backend). None: the engine's.
     cpu_matrix_dtypes: tuple[str, ...] | None = None
+    # Under attention data parallelism, the steps a prompt is held for every attention replica to have one (TensorRT-LLM's
+    # attention_dp_config timeout_iters with enable_balance; 0: balance off). None: the engine's (specs.Scheduler's field).
+    # The closed form reads it; the simulator runs no attention data parallelism.
+    attention_dp_balance_steps: int | None = None
 
     def __post_init__(self) -> None:
         if self.memory_fraction is not None and not 0.0 < self.memory_fraction <= 1.0:
@@ -53,6 +57,8 @@ class SchedulerOptions:
         for name in ("token_budget", "max_sequences"):
             if (value := getattr(self, name)) is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
+        if self.attention_dp_balance_steps is not None and self.attention_dp_balance_steps < 0:
+            raise ValueError(f"attention_dp_balance_steps must be at least 0, got {self.attention_dp_balance_steps}")
         if self.cpu_matrix_dtypes is not None:
             if unknown := sorted(set(self.cpu_matrix_dtypes) - set(DTYPES)):
                 raise ValueError(f"cpu_matrix_dtypes: unknown weight dtypes {unknown}")
@@ -67,10 +73,11 @@ class SchedulerOptions:
 
     def configured(self, chip: ChipSpec, *, caps: bool = True) -> ChipSpec:
         """`chip` with these options in its serving-engine scheduler (the chip kind's memory default where no engine is
-        named): the memory fraction, prefill mode and, on a CPU, matrix-unit dtypes, and with `caps` the batch cap and prefill
+        named): the memory fraction, prefill mode, attention-DP balance and, on a CPU, matrix-unit dtypes, and with `caps` the batch cap and prefill
         token budget, which the closed form reads off the scheduler (the simulator takes those two as its own arguments);
         unchanged where the options keep the defaults."""
-        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone)]
+        named = [("kv_memory_fraction", self.memory_fraction), ("prefill_runs_alone", self.prefill_alone),
+                 ("attention_dp_balance_timeout_steps", self.attention_dp_balance_steps)]
         if chip.kind == "cpu":  # a CPU build's setting: a plan's other chips keep their engine's
             named.append(("cpu_matrix_dtypes", self.cpu_matrix_dtypes))
         if caps:

@@ -14,6 +14,7 @@ from planner.engine.accuracy import (
     absolute_percentage_error,
     choose_layout,
     decoding_from_params,
+    predict_measured,
     predict_metric,
     predict_row,
     read_measurements,
@@ -101,6 +102,25 @@ def test_a_gpt_fast_row_is_predicted_within_twenty_percent():
     )[0]
     predicted = predict_metric(row.metric, predict_row(row, llama_2_7b(), a100_sxm_80gb()))
     assert absolute_percentage_error(predicted, row.value) < 20.0
+
+
+def test_a_static_batchs_ttft_is_the_prefill_of_every_prompt_in_it():
+    """A static batch (no `load`) of eight 2,048-token prompts sent together: no prompt's first token comes before all eight
+    are prefilled (the Neuron throughput tables' TTFT), so each waits for the batch's prefill; one prompt, or a closed loop's
+    clients, keeps the estimate's TTFT."""
+    batch, single, loop = read_measurements([
+        HEADER + ",load",
+        "b8,llama-2-7b,nvidia-a100-sxm-80gb,1,1,bf16,bf16,8,2048,128,ar,,ttft_s,1,vLLM,src,,",
+        "b1,llama-2-7b,nvidia-a100-sxm-80gb,1,1,bf16,bf16,1,2048,128,ar,,ttft_s,1,vLLM,src,,",
+        "c8,llama-2-7b,nvidia-a100-sxm-80gb,1,1,bf16,bf16,8,2048,128,ar,,ttft_s,1,vLLM,src,,closed_loop",
+    ])  # fmt: skip
+    est = predict_row(batch, llama_2_7b(), a100_sxm_80gb())
+    assert predict_measured(batch, est) == pytest.approx(est.ttft_s - est.prefill.time_s + 8 * est.prefill_batched_s_per_prompt, rel=1e-12)
+    # Compute-bound at 2,048 tokens: eight prompts take about eight times one.
+    assert 6.0 < predict_measured(batch, est) / predict_metric("ttft_s", est) < 8.5
+    for row in (single, loop):
+        est = predict_row(row, llama_2_7b(), a100_sxm_80gb())
+        assert predict_measured(row, est) == predict_metric("ttft_s", est)
 
 
 def test_a_batch_the_kv_cache_cannot_hold_runs_what_it_holds_and_says_so():

@@ -9,6 +9,7 @@ import pytest
 
 from planner.engine import ArchShape, ChipSpec, Deployment, ModelSpec, Workload, estimate
 from planner.engine.specs import Scheduler
+from planner.engine.units import DTYPE_CODE
 
 from .factories import llama_3_1_8b
 
@@ -111,15 +112,12 @@ def test_a_layout_that_does_not_divide_the_chips_is_refused():
     assert not e.fits and "cannot be split" in e.reasons[0]
 
 
-def _under(engine: str, adp: int, batch: int, **scheduler):
-    """DeepSeek-V3 fp8 on eight H200s, tp 1 x attention DP `adp`, under a serving engine's exchange (specs.Scheduler)."""
-    import dataclasses
-
-    from planner.engine.specs import Scheduler
-
+def _under(engine: str, adp: int, batch: int, model: ModelSpec = DEEPSEEK_V3, **scheduler):
+    """`model` (DeepSeek-V3) in fp8 on eight H200s, tp 1 x attention DP `adp`, under a serving engine's exchange
+    (specs.Scheduler)."""
     chip = dataclasses.replace(H200, scheduler=Scheduler(engine=engine, kv_memory_fraction=0.9, **scheduler))
     deployment = Deployment(chip=chip, chip_count=max(adp, 8), tensor_parallel=1, attention_data_parallel=adp, weight_dtype="fp8", kv_dtype="fp8")
-    return estimate(DEEPSEEK_V3, deployment, WORK, batch=batch)
+    return estimate(model, deployment, WORK, batch=batch)
 
 
 def test_an_engine_that_keeps_the_dense_layers_tensor_parallel_over_the_group_splits_them_over_the_replicas():
@@ -214,6 +212,23 @@ def test_the_layers_an_engine_keeps_over_the_group_cost_one_prompt_an_eighth_of_
     one, eight = (compute_s(sixteen, b) - compute_s(DEEPSEEK_V3, b) for b in (1, 8))
     assert one > 0
     assert one == pytest.approx(eight / 8, rel=1e-6)
+
+
+def test_the_layers_an_engine_keeps_over_the_group_are_held_an_eighth_each_whatever_width_they_are_stored_at():
+    """Kept in 16 bits (Kimi-K2.5's int4 checkpoint keeps its shared experts and dense FFN layer in BF16), the layers
+    SGLang spreads over the group are held at their 16 bits, an eighth on each rank: splitting them saves 7/8 of their
+    two bytes a parameter, not of the format's one."""
+    sixteen = dataclasses.replace(DEEPSEEK_V3, sixteen_bit_modules={"fp8": ("router", "shared_experts", "dense_ffn")})
+    kept = sixteen.weight_tables.sixteen_bit_group_params[DTYPE_CODE["fp8"]]
+    assert 2e9 < kept < sixteen.group_sharded_params
+
+    def saved_bytes(model):
+        replicated = _under("TensorRT-LLM-like", 8, 64, model)
+        split = _under("SGLang-like", 8, 64, model, attention_dp_dense="tensor_parallel")
+        return replicated.memory.weights_bytes_per_chip - split.memory.weights_bytes_per_chip
+
+    extra_saved = saved_bytes(sixteen) - saved_bytes(DEEPSEEK_V3)
+    assert extra_saved == pytest.approx(kept * (2.0 - 1.0) * (1 - 1 / 8), rel=1e-6)
 
 
 def test_one_prompt_on_one_attention_replica_sends_all_its_tokens_to_the_experts():

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, seen_share
+from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, pool_closed_loop, seen_share
+from planner.engine.specs import Scheduler
 
 from .factories import h100_sxm, llama_3_1_8b
 
@@ -213,3 +214,40 @@ def test_a_batch_too_slow_for_the_rates_tokens_is_short_of_slots():
     e = estimate(llama_3_1_8b(), Deployment(chip=h100_sxm()), workload, batch=1)
     assert e.output_tokens_per_s_total < 11.3 * 10
     assert not e.feasible and "batch 1 is too small" in e.reasons[0]
+
+
+def test_a_saturated_prefill_pool_waits_what_littles_law_leaves():
+    """64 clients on one prefill server of 0.5 s, each streaming 1 s after it: the pool is the bottleneck, X = 2/s, so a
+    client's turn lasts C / X = 32 s, of which 1.5 s is its own prefill and stream and the rest its wait (the M/D/c wait
+    at the seen load alone gave 15.75 s)."""
+    loop = pool_closed_loop(clients=64.0, service_s=np.array([0.5]), servers=np.array([1.0]), streamed_s=1.0)
+    assert loop.rate_per_s[0] == pytest.approx(2.0, rel=1e-6)
+    assert loop.steady_wait_s[0] == pytest.approx(64 / 2.0 - 1.5, rel=1e-6)
+
+
+def test_a_wave_on_an_attention_dp_pool_takes_whole_forwards():
+    """Eight prompts at once on four servers whose forward (1 s) carries a prompt on every attention replica, a prompt's
+    own forward 0.4 s: two rounds, every forward whole, s (R + 1) / 2 = 1.5 s before the first token on average."""
+    loop = pool_closed_loop(clients=8.0, service_s=np.array([1.0]), servers=np.array([4.0]), streamed_s=100.0, own_s=np.array([0.4]))
+    assert loop.own_s[0] + loop.wave_wait_s[0] == pytest.approx(1.5, rel=1e-9)
+
+
+def test_a_closed_loop_in_step_keeps_littles_law_in_its_throughput():
+    """Whatever share of the rounds arrives in a wave, the admitted clients are rate x time in system: the rate is
+    the one the mean TTFT allows, not the steady queue's."""
+    for share in (0.0, 0.5, 1.0):
+        e = _closed(64, in_step_share=share)
+        rate = e.output_tokens_per_s_total / 256
+        assert rate * (e.ttft_s + 255 * e.tpot_s) == pytest.approx(64, rel=1e-6)
+
+
+def test_a_wave_of_prompts_longer_than_the_budget_completes_one_prompt_at_a_time():
+    """Four prompts of 8,192 tokens in steps of 2,048: each is done only at its last chunk (steps 4, 8, 12, 16), on
+    average 5/8 of the wave's prefill, not 17/32 as sixteen chunks of whole prompts would give."""
+    scheduler = Scheduler(engine="small-budget", kv_memory_fraction=0.9, prefill_token_budget=2048)
+    chip = dataclasses.replace(h100_sxm(), scheduler=scheduler)
+    work = Workload(prompt_tokens=8192, output_tokens=64, concurrency=4, closed_loop=True, in_step_share=1.0)
+    waved = estimate(llama_3_1_8b(), Deployment(chip=chip), work)
+    alone = estimate(llama_3_1_8b(), Deployment(chip=chip), dataclasses.replace(work, concurrency=None, closed_loop=False), batch=4)
+    wave = 4 * alone.prefill_batched_s_per_prompt * 5 / 8 - alone.prefill.time_s
+    assert waved.queue_wait_s == pytest.approx(wave, rel=1e-6)
