@@ -55,7 +55,7 @@ ALIASES = {"method": "decoding_method", "budget_usd_per_million_output_tokens": 
            "scheduler": "serving_engine"}  # a scheduler without its engine: the error belongs beside the engine's select
 # The named serving engine's command line over its defaults (PlanInputSerializer.scheduler), as the form spells it;
 # cpu_matrix_dtypes (a CPU build's matrix-unit dtypes) is typed as text (matrix_dtypes_payload).
-SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "cpu_matrix_dtypes", "attention_dp_balance_steps")
+SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "cpu_matrix_dtypes")
 # What a person types for a build without the matrix-unit kernels (the API's []).
 NO_MATRIX_KERNELS = "none"
 # Errors on a whole group are shown at the top of its fieldset.

@@ -14,7 +14,7 @@ from planner.engine import method_names
 from planner.engine.padding import runs_any_tensor_parallel
 from planner.models import PLAN_TAGS_MAX
 from planner.simulation_inputs import (
-    PercentileSlosSerializer, PlanSimulationSerializer, ServerSettingsSerializer, plan_simulation_check, scheduler_from,
+    EstimateServerSettingsSerializer, PercentileSlosSerializer, PlanSimulationSerializer, ServerSettingsSerializer, plan_simulation_check, scheduler_from,
 )
 from planner.engine.decoding.draft_heads import HEAD_KINDS
 from planner.engine.units import DTYPES
@@ -269,12 +269,13 @@ class EstimateInputSerializer(WorkloadSerializer):
     offering = SlugOf(Offering, required=False)
     disaggregated = serializers.BooleanField(default=False)
     serving_engine = ServingEngineName(required=False, help_text=SERVING_ENGINE_HELP + ESTIMATE_WITHOUT_ENGINE)
-    scheduler = ServerSettingsSerializer(
+    scheduler = EstimateServerSettingsSerializer(
         required=False,
         help_text="What the server's command line sets over its engine's defaults (vLLM's --max-num-seqs, --max-num-batched-tokens, "
                   "--gpu-memory-utilization and their equivalents): a replica (an attention-DP rank) runs at most max_sequences, "
                   "token_budget sizes the activation workspace and a closed loop's prefill chunks, memory_fraction the memory the "
-                  "weights and KV cache may take; on a CPU, cpu_matrix_dtypes what the engine's build multiplies on the matrix units.",
+                  "weights and KV cache may take; on a CPU, cpu_matrix_dtypes what the engine's build multiplies on the matrix units; "
+                  "under attention data parallelism, attention_dp_balance_steps the steps a prompt may be held for the other ranks.",
     )  # fmt: skip
 
     def validate(self, attrs):

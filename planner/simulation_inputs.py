@@ -118,16 +118,21 @@ class ServerSettingsSerializer(StrictSerializer):
                   "its CPUs (and is refused it where its engine or hardware filter leaves none).",
     )  # fmt: skip
 
+    def validate_cpu_matrix_dtypes(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))  # each dtype once, in the order given
+
+
+class EstimateServerSettingsSerializer(ServerSettingsSerializer):
+    """An estimate's server settings: those of a plan, and the attention-DP balance of the layout it names (a plan
+    searches no attention data parallelism and the simulator runs none, so theirs have no such field: a 400)."""
+
     attention_dp_balance_steps = serializers.IntegerField(
         min_value=0, max_value=100_000, required=False,
         help_text="Under attention data parallelism, the decode steps a new prompt is held, while every attention replica is "
                   "decoding, until each has one: TensorRT-LLM's attention_dp_config timeout_iters with enable_balance; 0 for "
-                  "balance off. Absent: the engine's catalog value (TensorRT-LLM 60, the others 0). The closed form (estimates, "
-                  "plans) adds the hold to a colocated prompt's TTFT; the simulator runs no attention data parallelism.",
+                  "balance off. Absent: the engine's catalog value (TensorRT-LLM 60, the others 0). The estimate adds the hold to a "
+                  "colocated prompt's TTFT under attention data parallelism.",
     )  # fmt: skip
-
-    def validate_cpu_matrix_dtypes(self, value: list[str]) -> list[str]:
-        return list(dict.fromkeys(value))  # each dtype once, in the order given
 
 
 class SchedulerSerializer(ServerSettingsSerializer):

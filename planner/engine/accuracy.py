@@ -103,7 +103,7 @@ def predict_measured(row: MeasuredRow, estimate_: Estimate) -> float:
     predicted = predict_metric(row.metric, estimate_)
     if row.metric != "ttft_s" or row.load is not None or not isinstance(row.batch, int) or estimate_.batch < 2:
         return predicted
-    if estimate_.prefill.time_s <= 0:  # masked diffusion: the prompt rides in every step, no prefill of its own
+    if row.decoding == "diffusion":  # masked diffusion: the prompt rides in every step, no prefill of its own
         return predicted
     per_replica = math.ceil(estimate_.batch / max(estimate_.replicas, 1.0))  # what memory admitted of the batch
     return predicted + per_replica * estimate_.prefill_batched_s_per_prompt - estimate_.prefill.time_s

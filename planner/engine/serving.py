@@ -137,15 +137,16 @@ def in_step_wait_s(steady_s: np.ndarray, wave_s: np.ndarray, in_step_share: floa
     return (1.0 - in_step_share) * steady_s + in_step_share * np.maximum(wave_s, steady_s)
 
 
-def balance_hold_s(*, rate_per_replica, step_s, timeout_steps, ranks, sequences_per_rank, busy=0.0) -> np.ndarray:
+def balance_hold_s(*, rate_per_replica, step_s, timeout_steps, ranks, sequences_per_rank, busy=0.0, routed=False) -> np.ndarray:
     """The mean time a prompt is held by an engine that balances its attention-DP ranks (TensorRT-LLM's
     attention_dp_config.enable_balance; PyExecutor._balance_adp_requests): while every rank has decodes running, a
     step runs no prompt unless each of the `ranks` ranks has one. The engine counts the steps on which they do not,
     prompts or none, and releases whatever waits when the count reaches `timeout_steps` or every rank has a prompt,
     starting the count again: the hold runs in cycles of T = timeout_steps engine steps (`step_s` each), each cut
     short where prompts arriving at `rate_per_replica` (lambda), each at a rank where a sequence ended, any rank alike,
-    have covered every rank: ranks * H(ranks) of them on average (the coupon collector). A prompt arrives at a uniform
-    point of its cycle and waits out the rest, half a cycle of min(T, ranks H(ranks) / lambda) on average.
+    have covered every rank: ranks * H(ranks) of them on average (the coupon collector), or `ranks` where they are
+    `routed` to the least-loaded rank as they come (an open loop's arrivals, which no finished sequence places). A prompt
+    arrives at a uniform point of its cycle and waits out the rest, half a cycle of min(T, covering / lambda) on average.
 
     No hold where a rank may have no decode running: a rank holding one sequence has none while that sequence's
     successor waits, and the engine then releases every prompt; in full from two sequences per rank
@@ -154,7 +155,7 @@ def balance_hold_s(*, rate_per_replica, step_s, timeout_steps, ranks, sequences_
     ranks = np.asarray(ranks, dtype=float)
     lam = np.asarray(rate_per_replica, dtype=float)
     timeout = np.asarray(timeout_steps, dtype=float) * np.asarray(step_s, dtype=float)
-    covering = ranks * (digamma(ranks + 1.0) + np.euler_gamma)  # ranks * H(ranks)
+    covering = ranks if routed else ranks * (digamma(ranks + 1.0) + np.euler_gamma)  # ranks * H(ranks)
     with np.errstate(divide="ignore", invalid="ignore"):
         cycle = np.minimum(timeout, np.where(lam > 0, covering / np.maximum(lam, 1e-300), np.inf))
     share = np.clip(np.asarray(sequences_per_rank, dtype=float) - 1.0, 0.0, 1.0) * np.clip(1.0 - np.asarray(busy, dtype=float), 0.0, 1.0)
@@ -298,13 +299,13 @@ def serving_metrics(
         prefill_chips = np.zeros_like(tpot)
     own = prefill_one  # a prompt's own prefill (on a loaded attention-DP pool, part of the way to its server's forward)
 
-    def balance_hold(requests_per_s, in_flight_per_replica, busy):
+    def balance_hold(requests_per_s, in_flight_per_replica, busy, routed=False):
         if not (needs_prefill and np.any(np.asarray(balance_timeout_steps) > 0)):
             return np.zeros_like(tpot)
         ranks = np.broadcast_to(np.asarray(attention_data_parallel, dtype=float), np.shape(tpot))
         step = token_time_s if engine_step_s is None else engine_step_s
         return balance_hold_s(rate_per_replica=requests_per_s / replicas, step_s=step, timeout_steps=balance_timeout_steps,
-                              ranks=ranks, sequences_per_rank=in_flight_per_replica / ranks, busy=busy)  # fmt: skip
+                              ranks=ranks, sequences_per_rank=in_flight_per_replica / ranks, busy=busy, routed=routed)  # fmt: skip
 
     if looped:
         admitted = np.minimum(concurrency, clients)
@@ -348,7 +349,8 @@ def serving_metrics(
         else:
             # The sequences in flight are what the rate keeps there (Little's law), at most the batch.
             in_flight = np.minimum(batch_per_replica, float(rate) / replicas * (own + first_token_extra_s + request_overhead_s + wait + streamed))
-            wait = wait + balance_hold(float(rate), in_flight, rho)
+            # An open loop's arrivals go to the least-loaded rank as they come: the ranks one after another.
+            wait = wait + balance_hold(float(rate), in_flight, rho, routed=True)
     else:
         rho = np.zeros_like(tpot)
         wait = np.zeros_like(tpot)

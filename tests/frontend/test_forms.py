@@ -114,10 +114,3 @@ def test_simulating_a_plan_row_keeps_the_plans_memory_fraction_unless_its_simula
     assert forms.simulation_values_from_plan(staged, row, plan_id="p", rank=1)["memory_fraction"] == 0.6
     assert forms.simulation_values_from_plan({**plan, "scheduler": {}}, row, plan_id="p", rank=1)["memory_fraction"] == ""
 
-
-def test_the_attention_dp_balance_setting_is_sent_as_typed_and_its_error_shows_beside_it():
-    payload = forms.plan_payload(post(model="m", prompt_tokens="10", output_tokens="5", serving_engine="TensorRT-LLM",
-                                      attention_dp_balance_steps="0"))  # fmt: skip
-    assert payload["scheduler"] == {"attention_dp_balance_steps": "0"}
-    assert forms.form_errors({"scheduler": {"attention_dp_balance_steps": ["Ensure this value is greater than or equal to 0."]}}) == {
-        "attention_dp_balance_steps": ["Ensure this value is greater than or equal to 0."]}

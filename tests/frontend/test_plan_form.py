@@ -162,13 +162,3 @@ def test_the_form_runs_a_named_engine_under_its_server_settings(ui_client, dana,
     assert refused.status_code == 200 and "serving_engine" in refused.context["errors"]
     assert 'id="server-settings" open' in refused.content.decode() and 'value="8"' in refused.content.decode()
 
-
-def test_the_attention_dp_balance_typed_in_the_server_settings_reaches_the_plan_and_a_negative_one_is_named_at_its_field(ui_client, dana, catalog):
-    refused = ui_client.post("/", {**CHAT_FORM, "serving_engine": "TensorRT-LLM", "attention_dp_balance_steps": "-1"})
-    assert refused.status_code == 200 and "attention_dp_balance_steps" in refused.context["errors"] and Plan.objects.count() == 0
-    html = refused.content.decode()
-    assert '<details id="server-settings" open>' in html and 'name="attention_dp_balance_steps" value="-1"' in html
-    response = ui_client.post("/", {**CHAT_FORM, "model": "llama-3.1-8b", "serving_engine": "TensorRT-LLM", "attention_dp_balance_steps": "0",
-                                    "kinds": ["gpu"], "max_chips": "1", "ttft_slo_s": "", "tpot_slo_s": ""})  # fmt: skip
-    assert response.status_code == 302, response.context and response.context.get("errors")
-    assert Plan.objects.get().inputs["scheduler"] == {"attention_dp_balance_steps": 0}

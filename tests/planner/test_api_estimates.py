@@ -297,7 +297,7 @@ def test_a_simulation_takes_the_estimates_server_settings_and_its_own_knobs():
     scheduler = SimulationInputSerializer().fields["scheduler"]
     assert isinstance(scheduler, SchedulerSerializer)
     assert set(scheduler.fields) == {"token_budget", "max_sequences", "memory_fraction", "cpu_matrix_dtypes", "kv_block_tokens",
-                                     "prefix_caching", "prefill_alone", "attention_dp_balance_steps"}  # fmt: skip
+                                     "prefix_caching", "prefill_alone"}  # fmt: skip
 
 
 def test_an_estimate_on_a_cpu_may_say_its_build_has_no_matrix_unit_kernels(catalog, anonymous_client):

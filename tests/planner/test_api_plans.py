@@ -221,6 +221,9 @@ def test_a_plan_runs_its_named_engine_under_the_servers_settings(catalog, token_
     assert capped.json()["inputs"]["scheduler"] == {"max_sequences": 8}
     refused = token_client.post("/api/v1/plans/", {**CHAT_70B, "scheduler": {"max_sequences": 8}}, format="json")
     assert refused.status_code == 400 and "serving_engine" in refused.json()["scheduler"][0]
+    # The attention-DP balance is an estimate's setting: a plan searches no attention data parallelism, so it is an unknown field.
+    balance = token_client.post("/api/v1/plans/", {**body, "scheduler": {"attention_dp_balance_steps": 0}}, format="json")
+    assert balance.status_code == 400 and "attention_dp_balance_steps" in balance.json()["scheduler"], balance.json()
 
 
 def test_a_plan_applies_a_cpu_builds_matrix_unit_setting_to_its_cpus_only(catalog, token_client):

@@ -121,6 +121,9 @@ def test_a_static_batchs_ttft_is_the_prefill_of_every_prompt_in_it():
     for row in (single, loop):
         est = predict_row(row, llama_2_7b(), a100_sxm_80gb())
         assert predict_measured(row, est) == predict_metric("ttft_s", est)
+    # Masked diffusion has no prefill of its own: its TTFT is the estimate's.
+    diffusion = dataclasses.replace(batch, decoding="diffusion")
+    assert predict_measured(diffusion, est) == predict_metric("ttft_s", est)
 
 
 def test_a_batch_the_kv_cache_cannot_hold_runs_what_it_holds_and_says_so():

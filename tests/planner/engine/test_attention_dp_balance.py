@@ -33,6 +33,12 @@ def test_prompts_that_arrive_fast_cover_every_rank_long_before_the_timeout():
     assert _hold(1000.0) < 0.02 < _hold(30.0) < _hold(4.0) == _hold(0.5) == pytest.approx(0.6)
 
 
+def test_an_open_loops_arrivals_routed_to_the_least_loaded_rank_cover_the_ranks_one_after_another():
+    # Eight arrivals cover eight ranks when each goes to the rank with the fewest: at 1,000 a second, 8 ms a cycle.
+    routed = float(balance_hold_s(rate_per_replica=1000.0, step_s=0.02, timeout_steps=60, ranks=8, sequences_per_rank=8.0, routed=True))
+    assert routed == pytest.approx(8 / 1000.0 / 2, rel=1e-9) and routed < _hold(1000.0)
+
+
 def test_no_hold_without_attention_dp_without_a_timeout_while_a_rank_may_run_no_decode_or_behind_a_busy_prefill():
     assert _hold(4.0, ranks=1) == 0.0
     assert _hold(4.0, timeout=0) == 0.0
