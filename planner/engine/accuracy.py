@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Override
-from .estimate import Estimate, estimate, estimate_admitting
+from .estimate import Estimate, estimate, estimate_admitting, together_extra_s
 from .decoding import Decoding, Resolvers
 from .decoding import decoding_from_params as _method_from_params
 from .deployment import Deployment
@@ -106,7 +106,7 @@ def predict_measured(row: MeasuredRow, estimate_: Estimate) -> float:
     if row.decoding == "diffusion":  # masked diffusion: the prompt rides in every step, no prefill of its own
         return predicted
     per_replica = math.ceil(estimate_.batch / max(estimate_.replicas, 1.0))  # what memory admitted of the batch
-    return predicted + per_replica * estimate_.prefill_batched_s_per_prompt - estimate_.prefill.time_s
+    return predicted + together_extra_s(estimate_, per_replica)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -142,6 +142,14 @@ class Evaluation:
         return _cost(self.results, self.index, chip.tdp_watts, offering)
 
 
+def together_extra_s(estimate_: Estimate, prompts: int) -> float:
+    """What prefilling `prompts` prompts together on one replica adds over one prompt's prefill (the estimate's
+    `prefill`): a static batch's prompts, or a prefill worker's batch, all wait for the whole of it. 0 for one prompt."""
+    if prompts < 2:
+        return 0.0
+    return prompts * estimate_.prefill_batched_s_per_prompt - estimate_.prefill.time_s
+
+
 def evaluate_batches(
     model: ModelSpec,
     deployment: Deployment,

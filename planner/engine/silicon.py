@@ -35,7 +35,7 @@ from .decoding import Autoregressive
 from .deployment import Deployment
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency, Override
-from .estimate import Estimate, estimate_admitting
+from .estimate import Estimate, estimate_admitting, together_extra_s
 from .serving import in_step_wait_s, pool_ceiling_rate, pool_closed_loop, pool_replicas_for
 from .specs import ChipSpec, ModelSpec, Workload
 
@@ -380,8 +380,7 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch:
     # prompt on each of them (serving.serving_metrics' pool), without it in one prompt's own prefill; a batch of
     # several prompts takes their prefill together.
     ranks = float(prefill.attention_data_parallel)
-    together = batch * prefill.prefill_batched_s_per_prompt - prefill.prefill.time_s if batch > 1 else 0.0
-    service = own + together + (prefill.prefill_rank_service_s - prefill.prefill.time_s)
+    service = own + together_extra_s(prefill, batch) + (prefill.prefill_rank_service_s - prefill.prefill.time_s)
     streamed = (row.output_tokens - 1) * decode.tpot_s
     if row.prefill.workers:
         servers = np.array([float(row.prefill.workers)]) * ranks

@@ -50,12 +50,17 @@ def test_no_hold_without_attention_dp_without_a_timeout_while_a_rank_may_run_no_
     assert _hold(4.0, busy=0.9) == pytest.approx(_hold(4.0) / 10)
 
 
-def _deepseek(balance: int, *, clients: int, adp: int = 8, disaggregated: bool = False):
+def _eight_h200s(balance: int, *, adp: int = 8, **deployment) -> Deployment:
+    """DeepSeek-V3's layout on eight H200s (tp x attention DP = 8, fp8) under a TensorRT-LLM-like scheduler holding
+    prompts `balance` steps."""
     scheduler = Scheduler(engine="TensorRT-LLM-like", kv_memory_fraction=0.9, kv_memory_of_free=True, attention_dp_balance_timeout_steps=balance)
-    chip = dataclasses.replace(H200, scheduler=scheduler)
-    deployment = Deployment(chip=chip, chip_count=8, tensor_parallel=8 // adp, attention_data_parallel=adp, weight_dtype="fp8", kv_dtype="fp8")
+    return Deployment(chip=dataclasses.replace(H200, scheduler=scheduler), chip_count=8, tensor_parallel=8 // adp, attention_data_parallel=adp,
+                      weight_dtype="fp8", kv_dtype="fp8", **deployment)  # fmt: skip
+
+
+def _deepseek(balance: int, *, clients: int, adp: int = 8, disaggregated: bool = False):
     work = Workload(prompt_tokens=1024, output_tokens=1024, concurrency=clients, closed_loop=True, in_step_share=0.1)
-    return estimate(DEEPSEEK_V3, deployment, work, batch=clients, disaggregated=disaggregated)
+    return estimate(DEEPSEEK_V3, _eight_h200s(balance, adp=adp), work, batch=clients, disaggregated=disaggregated)
 
 
 def test_a_closed_loop_of_deepseek_under_attention_dp_waits_for_the_balance_from_two_sequences_a_rank():
@@ -75,10 +80,7 @@ def test_a_request_rate_holds_a_prompt_only_where_the_ranks_it_keeps_busy_are_de
     (over a hundred in flight, a dozen a rank) a prompt is held."""
 
     def at(rate, balance):
-        scheduler = Scheduler(engine="TensorRT-LLM-like", kv_memory_fraction=0.9, kv_memory_of_free=True, attention_dp_balance_timeout_steps=balance)
-        deployment = Deployment(chip=dataclasses.replace(H200, scheduler=scheduler), chip_count=8, tensor_parallel=1, attention_data_parallel=8,
-                                weight_dtype="fp8", kv_dtype="fp8")  # fmt: skip
-        return estimate(DEEPSEEK_V3, deployment, Workload(prompt_tokens=1024, output_tokens=1024, request_rate_per_s=rate), batch=256)
+        return estimate(DEEPSEEK_V3, _eight_h200s(balance), Workload(prompt_tokens=1024, output_tokens=1024, request_rate_per_s=rate), batch=256)
 
     assert at(0.05, 60).ttft_s == pytest.approx(at(0.05, 0).ttft_s, rel=1e-9)
     assert at(20.0, 60).ttft_s > at(20.0, 0).ttft_s + 0.05
@@ -90,9 +92,7 @@ def test_a_speculative_engine_counts_its_timeout_in_steps_not_tokens():
     from planner.engine import DraftHeads
 
     def closed(balance):
-        scheduler = Scheduler(engine="TensorRT-LLM-like", kv_memory_fraction=0.9, kv_memory_of_free=True, attention_dp_balance_timeout_steps=balance)
-        deployment = Deployment(chip=dataclasses.replace(H200, scheduler=scheduler), chip_count=8, tensor_parallel=1, attention_data_parallel=8,
-                                weight_dtype="fp8", kv_dtype="fp8", decoding=DraftHeads(head_kind="mtp", draft_tokens=3, acceptance_rate=0.8))  # fmt: skip
+        deployment = _eight_h200s(balance, decoding=DraftHeads(head_kind="mtp", draft_tokens=3, acceptance_rate=0.8))
         work = Workload(prompt_tokens=1024, output_tokens=1024, concurrency=128, closed_loop=True, in_step_share=0.0)
         return estimate(DEEPSEEK_V3, deployment, work, batch=128)
 
