@@ -36,8 +36,8 @@ at once (colocated, a replica prefills its b prompts in chunks of the engine's p
 budget and a prompt waits on average for the chunks before its own; disaggregated, C prompts
 share the c prefill replicas). Each later round arrives staggered by the prefills before it and
 meets the steady queue above. The mean wait mixes the two by the workload's in-step share s
-(1 / requests per client): W = (1 - s) W_steady + s max(W_wave, W_steady)
-(docs/planner_math.md#serving).
+(1 / requests per client): W = (1 - s) W_steady + s max(W_wave, W_steady), and the loop's rate is the one at which
+its clients' time in system with that mixed wait satisfies Little's law (docs/planner_math.md#serving).
 
 An engine that balances attention-data-parallel replicas (TensorRT-LLM's attention_dp_config with
 enable_balance) holds a new prompt, while every replica has decodes running, until each replica has
@@ -185,43 +185,50 @@ def shared_forward_s(own_s, service_s, utilisation) -> np.ndarray:
 @dataclass(frozen=True, kw_only=True)
 class PoolLoop:
     rate_per_s: np.ndarray  # requests per second the closed loop sends
+    wait_s: np.ndarray  # the mean wait at that rate: staggered and wave arrivals mixed by the in-step share
     steady_wait_s: np.ndarray  # M/D/c wait of a staggered arrival
     wave_wait_s: np.ndarray  # mean wait when every client's prompt arrives at once
     utilisation: np.ndarray
     own_s: np.ndarray  # a prompt's own prefill at this load (shared_forward_s)
 
 
-def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0, own_s=None) -> PoolLoop:
+def pool_closed_loop(*, clients, service_s, servers, prompts_per_service=1.0, streamed_s, overhead_s=0.0, own_s=None,
+                     in_step_share=0.0) -> PoolLoop:  # fmt: skip
     """A prefill pool of `servers` servers, each prefilling `prompts_per_service` prompts in one
     service of `service_s`, fed by a closed loop of `clients` (disaggregated serving). `own_s`: a prompt's
-    prefill alone where it is shorter than the service (an attention-DP replica's prompt; default the service)."""
+    prefill alone where it is shorter than the service (an attention-DP replica's prompt; default the service).
+    The rate is solved with the wave in the time in system: a share `in_step_share` of the rounds arrives at once
+    (in_step_wait_s), and the clients send at the rate their mean time in system allows (Little's law)."""
     k = np.maximum(np.asarray(prompts_per_service, dtype=float), 1.0)
     seen = seen_share(clients)
     own = service_s if own_s is None else own_s
-
-    def seen_load(x):
-        return seen * x * service_s / (k * servers)
-
-    def time_in_system(x):
-        return shared_forward_s(own, service_s, seen_load(x)) + mdc_wait_s(seen * x / k, service_s, servers) + overhead_s + streamed_s
-
-    upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, own, streamed_s))
-    rate = closed_loop_rate(clients, time_in_system, upper=upper)
-    own_at_load = shared_forward_s(own, service_s, seen_load(rate))
-    # Little's law closes the loop: each client's turn lasts C / X. Below the pool's capacity the M/D/c wait at the seen
-    # load solves it already; at capacity (the rate held at what the pool serves) it falls short, and the wait is what
-    # C / X leaves (serving_metrics applies the same floor to a colocated replica).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        floor = np.asarray(clients, dtype=float) / np.maximum(rate, 1e-30) - (own_at_load + overhead_s + streamed_s)
-    steady = np.maximum(mdc_wait_s(seen * rate / k, service_s, servers), floor)
     # The wave: ceil(C / k) batches over the servers, a prompt waiting for the rounds before its own; and every server it
     # fills prefills a whole service, not a prompt's forward at the steady load (an attention-DP replica's prompt rides
     # on the forward of a prompt on every replica: s (R + 1) / 2 in all, R rounds).
     batches = np.ceil(np.asarray(clients, dtype=float) / k)
     filled = np.clip(batches / np.maximum(servers, 1e-30), 0.0, 1.0)
-    wave = np.maximum(batches / servers - 1.0, 0.0) * service_s / 2.0 + filled * np.maximum(service_s - own_at_load, 0.0)
-    return PoolLoop(rate_per_s=rate, steady_wait_s=steady, wave_wait_s=wave, utilisation=rate * service_s / (k * servers),
-                    own_s=own_at_load)  # fmt: skip
+
+    def at(x):
+        """A prompt's own prefill, its steady wait, its wave wait and their mix at a rate x."""
+        own_now = shared_forward_s(own, service_s, seen * x * service_s / (k * servers))
+        steady = mdc_wait_s(seen * x / k, service_s, servers)
+        wave = np.maximum(batches / servers - 1.0, 0.0) * service_s / 2.0 + filled * np.maximum(service_s - own_now, 0.0)
+        return own_now, steady, wave, in_step_wait_s(steady, wave, in_step_share)
+
+    def time_in_system(x):
+        own_now, _, _, mixed = at(x)
+        return own_now + mixed + overhead_s + streamed_s
+
+    upper = np.minimum(servers * k / np.maximum(service_s, 1e-30), pool_ceiling_rate(clients, own, streamed_s))
+    rate = closed_loop_rate(clients, time_in_system, upper=upper)
+    own_at_load, steady, wave, mixed = at(rate)
+    # Little's law closes the loop: each client's turn lasts C / X. Below the pool's capacity the mixed wait at the seen
+    # load solves it already; at capacity (the rate held at what the pool serves) it falls short, and the wait is what
+    # C / X leaves (serving_metrics applies the same floor to a colocated replica).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = np.asarray(clients, dtype=float) / np.maximum(rate, 1e-30) - (own_at_load + overhead_s + streamed_s)
+    return PoolLoop(rate_per_s=rate, wait_s=np.maximum(mixed, floor), steady_wait_s=np.maximum(steady, floor),
+                    wave_wait_s=wave, utilisation=rate * service_s / (k * servers), own_s=own_at_load)  # fmt: skip
 
 
 def serving_metrics(
@@ -310,33 +317,40 @@ def serving_metrics(
     if looped:
         admitted = np.minimum(concurrency, clients)
         if disaggregated:
+            # The pool's rate is solved with its wave in the time in system (pool_closed_loop).
             loop = pool_closed_loop(clients=admitted, service_s=service, servers=servers, streamed_s=streamed,
-                                    overhead_s=first_token_extra_s + request_overhead_s, own_s=prefill_one)  # fmt: skip
-            served, steady, wave, rho, own = loop.rate_per_s, loop.steady_wait_s, loop.wave_wait_s, loop.utilisation, loop.own_s
+                                    overhead_s=first_token_extra_s + request_overhead_s, own_s=prefill_one,
+                                    in_step_share=in_step_share)  # fmt: skip
+            served, mixed, rho, own = loop.rate_per_s, loop.wait_s, loop.utilisation, loop.own_s
         else:
             base = prefill_one + first_token_extra_s + request_overhead_s + streamed
-            served = md1_closed_loop_rate(admitted, base, batched, replicas)
-            steady, rho = md1_wait_s(seen_share(admitted) * served / replicas * batched, batched), served / replicas * batched
             # The wave: a replica prefills its b prompts in chunks of the engine's prefill token budget,
             # and a prompt's first token comes when its chunk is done, on average (n + 1) / 2n of the
             # wave's prefill.
             # A prompt longer than the budget is done only at its last chunk: at most b completions, one per prompt.
             chunks = np.clip(np.ceil(batch_per_replica * prefill_tokens / prefill_token_budget), 1.0, np.maximum(batch_per_replica, 1.0))
             wave = np.maximum(batch_per_replica * batched * (chunks + 1.0) / (2.0 * chunks) - prefill_one, 0.0)
-        # Little's law closes the loop: each admitted client's turn lasts admitted / X. Below the prefill's capacity the
-        # steady wait solves it already; at capacity (the rate held at what the prefill serves: one-token requests,
-        # say) the M/D/1 wait at the seen load falls short of it, and the clients' time in system is admitted / X.
-        base = own + first_token_extra_s + request_overhead_s + streamed
-        steady = np.maximum(steady, admitted / np.maximum(served, 1e-30) - base)
-        # A round that arrives in one wave gives every attention replica its prompts at once: only the staggered
-        # arrivals are held for the others (balance_hold_s; a disaggregated pool's prefill workers run no decodes).
-        hold = 0.0 if disaggregated else balance_hold(served, batch_per_replica, rho)
-        mixed = in_step_wait_s(steady, wave, in_step_share) + (1.0 - in_step_share) * hold
-        # The rate the admitted clients send at that mean wait (Little's law again: the rate solved on the steady queue
-        # alone overstates it where a share of the rounds waits in a wave or a hold).
-        consistent = admitted / np.maximum(base + mixed, 1e-30)
-        rho = rho * consistent / np.maximum(served, 1e-30)
-        served = consistent
+
+            def colocated_wait(x):
+                # A staggered arrival meets the M/D/1 queue at the load it sees; a round that arrives in one wave gives every
+                # attention replica its prompts at once, so only the staggered arrivals are held for the others
+                # (balance_hold_s).
+                steady = md1_wait_s(seen_share(admitted) * x / replicas * batched, batched)
+                hold = balance_hold(x, batch_per_replica, x / replicas * batched)
+                return in_step_wait_s(steady, wave, in_step_share) + (1.0 - in_step_share) * hold
+
+            # Little's law closes the loop at the mixed wait: X (base + W(X)) = admitted. The rate solved on the steady
+            # queue alone (md1_closed_loop_rate, in closed form) bounds it from above: the wave and the hold only lengthen
+            # a request's time in system.
+            steady_rate = md1_closed_loop_rate(admitted, base, batched, replicas)
+            if in_step_share > 0.0 or np.any(np.asarray(balance_timeout_steps) > 0):
+                served = closed_loop_rate(admitted, lambda x: base + colocated_wait(x), upper=steady_rate * (1.0 + 1e-9))
+            else:
+                served = steady_rate
+            # At the prefill's capacity (the rate held at what it serves: one-token requests, say) the wait at the seen load
+            # falls short of what Little's law leaves, and the clients' time in system is admitted / X.
+            mixed = np.maximum(colocated_wait(served), admitted / np.maximum(served, 1e-30) - base)
+            rho = served / replicas * batched
         admission = np.maximum(clients - admitted, 0.0) / np.maximum(served, 1e-30)
         wait = mixed + admission
         throughput = served * generated

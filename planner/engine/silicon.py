@@ -36,7 +36,7 @@ from .deployment import Deployment
 from .dtypes import default_kv_dtype
 from .efficiency import Calibration, Efficiency, Override
 from .estimate import Estimate, estimate_admitting, together_extra_s
-from .serving import in_step_wait_s, pool_ceiling_rate, pool_closed_loop, pool_replicas_for
+from .serving import pool_ceiling_rate, pool_closed_loop, pool_replicas_for
 from .specs import ChipSpec, ModelSpec, Workload
 
 SILICON_COLUMNS = frozenset({"silicon_ttft_ms", "silicon_tpot_ms", "model_path", "system", "isl", "osl"})
@@ -387,8 +387,8 @@ def _queued_prefill(prefill: Estimate, decode: Estimate, row: SiliconRow, batch:
     else:
         servers = pool_replicas_for(pool_ceiling_rate(float(row.concurrency), own, streamed) / batch, service / ranks) * ranks
     loop = pool_closed_loop(clients=float(row.concurrency), service_s=service, servers=servers, prompts_per_service=batch,
-                            streamed_s=streamed, overhead_s=request_overhead_s, own_s=own)  # fmt: skip
-    wait = float(in_step_wait_s(loop.steady_wait_s, loop.wave_wait_s, in_step_share)[0])
+                            streamed_s=streamed, overhead_s=request_overhead_s, own_s=own, in_step_share=in_step_share)  # fmt: skip
+    wait = float(loop.wait_s[0])
     shared = float(loop.own_s[0] - own[0])  # at load a prompt's forward carries the other attention replicas' prompts
     return dataclasses.replace(prefill, ttft_s=prefill.ttft_s + wait + shared, queue_wait_s=wait)
 
