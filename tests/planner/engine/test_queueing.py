@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, pool_closed_loop, seen_share
+from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, pool_closed_loop, seen_share, serving_metrics
 from planner.engine.specs import Scheduler
 
 from .factories import h100_sxm, llama_3_1_8b
@@ -89,6 +89,27 @@ def test_staggered_requests_see_the_steady_queue_and_the_in_step_share_mixes_the
     for loop in (staggered, mixed, wave):
         rate = loop.output_tokens_per_s_total / 256
         assert rate * (loop.ttft_s + 255 * loop.tpot_s) == pytest.approx(16, rel=1e-6)
+
+
+def test_a_closed_loop_sends_at_the_rate_its_mixed_wait_allows():
+    """Eight clients on one replica, 1,000-token prompts (0.1 s alone, 0.08 s each in a batch), 128 tokens each: a quarter
+    of the rounds arrive in one wave (8,000 tokens, one chunk of the 8,192-token budget, so every prompt waits for the
+    whole chunk), the rest staggered. The rate is the one at which the staggered arrivals' M/D/1 wait, at the load the
+    rate itself sets, and the wave's, mixed, close Little's law; below the rate the steady queue alone would give."""
+    one, batched = np.array([0.1]), np.array([0.08])
+    m = serving_metrics(concurrency=np.array([8.0]), replicas=np.array([1.0]), batch_per_replica=np.array([8.0]),
+                        chips_per_replica=np.array([1.0]), prefill_one_s=one, prefill_batched_per_prompt_s=batched,
+                        token_time_s=np.array([0.02]), first_token_extra_s=np.array([0.0]), needs_prefill=True,
+                        delivered_tokens=128.0, request_rate_per_s=None, disaggregated=False, closed_loop=True, clients=8.0,
+                        prefill_tokens=np.array([1000.0]), in_step_share=0.25)  # fmt: skip
+    served = m.output_tokens_per_s_total / 128
+    base = one + 127 * m.tpot_s  # its own prefill and its stream
+    wave = 8 * batched - one
+    steady = md1_wait_s(seen_share(8.0) * served * batched, batched)
+    mixed = 0.75 * steady + 0.25 * np.maximum(wave, steady)
+    assert served * (base + mixed) == pytest.approx(np.array([8.0]), rel=1e-9)
+    assert m.queue_wait_s == pytest.approx(mixed, rel=1e-9)
+    assert served < md1_closed_loop_rate(8.0, base, batched, 1.0)  # the steady queue's rate, corrected once before
     # The in-step share is a share.
     with pytest.raises(ValueError, match="in_step_share"):
         Workload(prompt_tokens=1, output_tokens=1, in_step_share=1.5)
@@ -229,7 +250,7 @@ def test_a_saturated_prefill_pool_waits_what_littles_law_leaves():
     at the seen load alone gave 15.75 s)."""
     loop = pool_closed_loop(clients=64.0, service_s=np.array([0.5]), servers=np.array([1.0]), streamed_s=1.0)
     assert loop.rate_per_s[0] == pytest.approx(2.0, rel=1e-6)
-    assert loop.steady_wait_s[0] == pytest.approx(64 / 2.0 - 1.5, rel=1e-6)
+    assert loop.wait_s[0] == pytest.approx(64 / 2.0 - 1.5, rel=1e-6) and loop.steady_wait_s[0] < loop.wait_s[0]
 
 
 def test_a_wave_on_an_attention_dp_pool_takes_whole_forwards():
