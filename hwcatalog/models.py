@@ -59,6 +59,12 @@ class Chip(Sourced):
     peak_int8_flops_per_s = models.FloatField(null=True, blank=True)
     peak_int4_flops_per_s = models.FloatField(null=True, blank=True)
     peak_fp4_flops_per_s = models.FloatField(null=True, blank=True)
+    peak_fp16_acc16_flops_per_s = models.FloatField(
+        null=True, blank=True,
+        help_text="Dense FP16 tensor peak with FP16 accumulation, where it differs from peak_fp16_flops_per_s (which is the "
+                  "FP32-accumulate rate): GeForce cards run 16-bit accumulation at twice their FP32-accumulate rate. Used "
+                  "for an engine that accumulates its 16-bit GEMMs in 16 bits (ServingEngine.accumulates_in_16_bits).",
+    )  # fmt: skip
     on_chip_sram_bytes = models.BigIntegerField(null=True, blank=True)
     link_bandwidth_bytes_per_s = models.FloatField(null=True, blank=True, help_text="Per chip, one direction.")
     link_latency_s = models.FloatField(null=True, blank=True)
@@ -146,6 +152,11 @@ class ServingEngine(Sourced):
     prefill_runs_alone = models.BooleanField(
         default=False,
         help_text="A step that prefills runs no decodes (SGLang without --enable-mixed-chunk); false: prefill chunks and decodes share steps.",
+    )  # fmt: skip
+    accumulates_in_16_bits = models.BooleanField(
+        default=False,
+        help_text="Its prompt GEMMs on a GPU multiply 16-bit operands with 16-bit accumulation (llama.cpp's cuBLAS path: "
+                  "CUBLAS_COMPUTE_16F), at the chip's peak_fp16_acc16_flops_per_s where the catalog gives one.",
     )  # fmt: skip
     attention_dp_balance_timeout_steps = models.PositiveIntegerField(
         default=0,

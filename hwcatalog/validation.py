@@ -235,13 +235,15 @@ CHIP_PEAK_FIELDS = (
     "peak_fp32_flops_per_s", "peak_bf16_flops_per_s", "peak_fp16_flops_per_s", "peak_fp8_flops_per_s",
     "peak_int8_flops_per_s", "peak_int4_flops_per_s", "peak_fp4_flops_per_s",
 )
+# Other peaks a chip may give, none of them a math path of its own (hwcatalog.models.Chip.peak_fp16_acc16_flops_per_s).
+CHIP_OTHER_PEAK_FIELDS = ("peak_fp16_acc16_flops_per_s",)
 
 
 def validate_chip(data: Mapping[str, Any]) -> Errors:
     errors: Errors = {}
     _positive(errors, data, "memory_capacity_bytes", maximum=MAX_BYTES, required=True)
     _positive(errors, data, "memory_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=True)
-    for field in CHIP_PEAK_FIELDS:
+    for field in (*CHIP_PEAK_FIELDS, *CHIP_OTHER_PEAK_FIELDS):
         _positive(errors, data, field, maximum=MAX_FLOPS, required=False)
     _positive(errors, data, "on_chip_sram_bytes", maximum=MAX_BYTES, required=False)
     _positive(errors, data, "link_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=False)

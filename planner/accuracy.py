@@ -22,12 +22,14 @@ from planner.engine.family_fit import (
     FITTED_METRICS,
     FamilyParts,
     architecture_key,
+    engine_family,
     family_of,
     fit_families,
     fitted_family,
     load_family_profiles,
     median_ape,
     save_family_profiles,
+    serving_engine_family,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import (
@@ -41,7 +43,7 @@ from planner.engine.uncertainty import (
     save_bands,
     serving_of,
 )
-from planner.engine_profiles import ENGINE_PROFILES, engine_factors
+from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_under, stored_profiles, variant_slug
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
@@ -93,6 +95,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
     each value also carries what family_fit.surrogate rescales."""
     rows, unpredicted = [], []
     engines = None  # the catalog's serving engines by name, read once a row names one
+    profiled_engines = stored_profiles()  # the engines with a profile fitted on the silicon file
     for row in measured:
         if only is not None and row.id not in only:
             continue
@@ -103,6 +106,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             continue
         chip = chips[row.chip]
         chip_spec = catalog_specs.chip_spec(chip)
+        engine = None
         if row.serving_engine:  # the engine it ran on: its scheduler defaults and, on a CPU, its math units (Scheduler)
             engines = engines if engines is not None else catalog_specs.serving_engines_by_name()
             engine = engines.get(catalog_specs.name_key(row.serving_engine))
@@ -111,12 +115,20 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             if refusal:
                 unpredicted.append({"id": row.id, "reason": refusal})
                 continue
-            chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.scheduler_spec(engine))
-            # What its fitted profile brings to this chip, as to an API request naming the engine on a chip with no
-            # calibration measured under it (engine_factors).
-            host, _ = engine_factors(engine.name, chip, calibration=calibration, weight_dtype=row.weight_dtype)
+            # Measured under the engine on this chip (a calibration or chip-family profile keyed by the chip's variant slug:
+            # NVIDIA GPUs under llama.cpp), that efficiency speaks for it, as for an API request naming the engine
+            # (services.named_engine_setup); else what the engine's fitted profile brings to the chip (engine_factors).
+            measured_here = measured_under(chip.slug, engine.name, row.weight_dtype, calibration)
+            chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.scheduler_spec(engine),
+                                            slug=variant_slug(chip.slug, engine.name) if measured_here else chip_spec.slug)  # fmt: skip
+            host = {} if measured_here else engine_factors(engine.name, chip, calibration=calibration, weight_dtype=row.weight_dtype)[0]
         else:
             host = {}
+        # The family whose profile is fitted to the row: the chip's; for an NVIDIA GPU (the serving-engine profiles speak
+        # for it) under an engine with no fitted profile, the NVIDIA GPUs under that engine (family_fit.engine_family).
+        family, fittable = family_of(chip.vendor, chip.kind), fitted_family(chip.vendor, chip.kind)
+        if engine is not None and serving_engine_family(chip.vendor, chip.kind) and engine.name not in profiled_engines:
+            family, fittable = engine_family(chip.vendor, chip.kind, engine.name), True
         try:
             model_spec = catalog_specs.model_spec(models[row.model])
             draft = catalog_specs.model_spec(models[draft_slug]) if draft_slug else None
@@ -147,7 +159,7 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             "batch": est.batch, "decode_bound": est.decode.bound, "efficiency_source": est.efficiency_source,
             "family": family_of(chip.vendor, chip.kind),
             "architecture": chip.architecture or chip.slug,  # a chip of no stated architecture is its own
-            "_fittable": fitted_family(chip.vendor, chip.kind) and row.decoding == "ar" and row.metric in FITTED_METRICS,
+            "_family": family, "_fittable": fittable and row.decoding == "ar" and row.metric in FITTED_METRICS,
         } | ({"_parts": _family_parts(est, predicted, chip_spec, host, waited)} if parts else {}))  # fmt: skip
     return rows, unpredicted
 
@@ -221,7 +233,7 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
         return {"rows": [], "unpredicted": unpredicted, "summary": spec}
     parts = FamilyParts(metric=np.array([r["metric"] for r in rows]), measured=np.array([r["measured"] for r in rows], dtype=float),
                         **{name: np.array([r["_parts"][name] for r in rows], dtype=float) for name in rows[0]["_parts"]})  # fmt: skip
-    families, chip_slugs = np.array([r["family"] for r in rows]), np.array([r["chip"] for r in rows])
+    families, chip_slugs = np.array([r["_family"] for r in rows]), np.array([r["chip"] for r in rows])
     fittable = np.array([r["_fittable"] for r in rows])
 
     def calibration_of(profiles):
@@ -231,7 +243,8 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
     profiles = _fit_with_transfer(everything, rows, parts, families, chip_slugs, fittable, measured, models, chips)
     if profiles_out:
         save_family_profiles(profiles, profiles_out, source=f"manage.py accuracy {csv_path.name} --profiles-out ({int(fittable.sum())} "
-                             "autoregressive values on chips other than NVIDIA GPUs; planner/engine/family_fit.py, docs/accuracy.md)")  # fmt: skip
+                             "autoregressive values on chips other than NVIDIA GPUs, and on NVIDIA GPUs under engines with no serving-engine profile; "
+                             "planner/engine/family_fit.py, docs/accuracy.md)")  # fmt: skip
     fitted_rows, fitted_unpredicted = _csv_predict(measured, models, chips, calibration_of(profiles))
     fitted_rows = _strip(fitted_rows)
     report = {

@@ -12,8 +12,18 @@ from typing import Any
 from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.attention import attention_for
+from planner.engine_profiles import variant_slug
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
-from planner.engine.family_fit import FAMILY_SOURCE, FamilyProfile, family_of, fitted_family, load_family_profiles, same_architecture
+from planner.engine.family_fit import (
+    FAMILY_SOURCE,
+    FamilyProfile,
+    engine_family,
+    family_engine,
+    family_of,
+    fitted_family,
+    load_family_profiles,
+    same_architecture,
+)
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
 from planner.engine.units import DTYPES
 from planner.models import Calibration
@@ -89,6 +99,7 @@ def chip_spec(chip: Chip) -> ChipSpec:
         chips_per_node=chip.chips_per_node,
         tdp_watts=chip.tdp_watts,
         cores=chip.cores,
+        peak_fp16_acc16_flops_per_s=chip.peak_fp16_acc16_flops_per_s,
     )
 
 
@@ -101,6 +112,7 @@ def scheduler_spec(engine: ServingEngine) -> Scheduler:
         cpu_matrix_experts=engine.cpu_matrix_experts, weight_dtypes=tuple(engine.weight_dtypes) or None,
         moe_dispatch=engine.moe_dispatch, attention_dp_dense=engine.attention_dp_dense,
         attention_dp_balance_timeout_steps=engine.attention_dp_balance_timeout_steps,
+        accumulates_in_16_bits=engine.accumulates_in_16_bits,
     )  # fmt: skip
 
 
@@ -188,30 +200,36 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
     """Each chip a fitted family profile speaks for (the chips it was fitted on; the family's other chips where
     it transfers; a chip of the same compute architecture as one it was fitted on) at that profile, per weight dtype: the fitted bf16 fractions with
     the dtype's scale on top (efficiency.default_efficiency), the fitted step overhead, the rest the chip's
-    spec defaults."""
+    spec defaults. A profile of the family's chips under one serving engine (family_fit.engine_family: NVIDIA GPUs under
+    llama.cpp) is keyed by the chip's variant slug under that engine, as a calibration measured under it is
+    (engine_profiles.variant_slug): it speaks for the chip when a request or row names the engine, and only then."""
     out: dict[tuple[str, str], Efficiency] = {}
     architectures: dict[str, str] | None = None  # of the chips the profiles were fitted on, read when a chip needs them
     for chip in chips:
-        family = family_of(chip.vendor, chip.kind)
-        profile = profiles.get(family) if fitted_family(chip.vendor, chip.kind) else None
-        peers: tuple[str, ...] = ()
-        if profile is not None and chip.slug not in profile.chips and not profile.transfers and chip.architecture:
-            if architectures is None:
-                fitted_on = {slug for p in profiles.values() for slug in p.chips}
-                architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
-            peers = same_architecture(profile, chip.architecture, architectures)
-        if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
-            continue
-        label = f"{profile.label}; the same {chip.architecture} architecture as {', '.join(peers)}" if peers else profile.label
-        spec = chip_spec(chip)
-        bf16 = default_efficiency(spec, "bf16")
-        for dtype in DTYPES:
-            base = default_efficiency(spec, dtype)
-            out[(chip.slug, dtype)] = dataclasses.replace(
-                base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
-                bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
-                step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
-            )  # fmt: skip
+        plain = family_of(chip.vendor, chip.kind)
+        under = [(f, p) for f, p in profiles.items() if (engine := family_engine(f)) and f == engine_family(chip.vendor, chip.kind, engine)]
+        candidates = ([(plain, profiles.get(plain))] if fitted_family(chip.vendor, chip.kind) else []) + under
+        for family, profile in candidates:
+            peers: tuple[str, ...] = ()
+            if profile is not None and chip.slug not in profile.chips and not profile.transfers and chip.architecture:
+                if architectures is None:
+                    fitted_on = {slug for p in profiles.values() for slug in p.chips}
+                    architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
+                peers = same_architecture(profile, chip.architecture, architectures)
+            if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
+                continue
+            label = f"{profile.label}; the same {chip.architecture} architecture as {', '.join(peers)}" if peers else profile.label
+            engine = family_engine(family)
+            slug = variant_slug(chip.slug, engine) if engine else chip.slug
+            spec = chip_spec(chip)
+            bf16 = default_efficiency(spec, "bf16")
+            for dtype in DTYPES:
+                base = default_efficiency(spec, dtype)
+                out[(slug, dtype)] = dataclasses.replace(
+                    base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
+                    bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
+                    step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
+                )  # fmt: skip
     return out
 
 
@@ -220,8 +238,6 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     (the planner's own trials) or, for runs measured under a serving engine, by the chip's variant slug
     under that engine ("nvidia-h100-sxm@vLLM", planner/engine_profiles.variant_slug). A factor a row lacks
     (fitted before it was stored) is the chip's spec default for that dtype."""
-    from planner.engine_profiles import variant_slug
-
     slugs = list(chip_slugs)
     newest: dict[tuple[str, str], Efficiency] = {}
     rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
@@ -251,7 +267,8 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     profiles = stored_family_profiles()
     if profiles:
         uncalibrated = Chip.objects.filter(slug__in=[s for s in slugs if s not in calibrated])
-        newest.update(family_calibration(uncalibrated, profiles))
+        for key, efficiency in family_calibration(uncalibrated, profiles).items():
+            newest.setdefault(key, efficiency)  # runs measured under an engine on the chip (its variant's calibration) come first
     return newest
 
 

@@ -76,6 +76,13 @@ def variant_slug(chip_slug: str, engine: str) -> str:
     return f"{chip_slug}{VARIANT}{engine}"
 
 
+def measured_under(chip_slug: str, engine: str, weight_dtype: str, calibration) -> bool:
+    """Whether `calibration` holds an efficiency measured under the engine on this chip (keyed by the chip's variant
+    slug: a calibration of runs under the engine, or the chip-family profile of the chip's family under it,
+    catalog_specs.family_calibration), which then speaks for the chip under that engine."""
+    return any((variant_slug(chip_slug, engine), d) in calibration for d in (weight_dtype, "*"))
+
+
 _NAMED_VARIANT = re.compile(rf"([\w.-]+){VARIANT}([\w.-]+)")
 
 

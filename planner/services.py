@@ -46,6 +46,7 @@ from planner.engine.streamed import search_streamed
 from planner.engine_profiles import (
     engine_factors,
     engine_variants,
+    measured_under,
     profile_label,
     profiled,
     readable,
@@ -134,8 +135,7 @@ def named_engine_setup(engine: str | None, chip: Chip, chip_spec, weight_dtype: 
     (engine_profiles.engine_factors), or nothing."""
     if not engine:
         return chip_spec, {}, None
-    dtypes = (weight_dtype, "*")
-    measured = any((variant_slug(chip.slug, engine), d) in calibration for d in dtypes)
+    measured = measured_under(chip.slug, engine, weight_dtype, calibration)
     chip_spec = dataclasses.replace(chip_spec, scheduler=catalog_specs.engine_schedulers().get(engine),
                                     slug=variant_slug(chip.slug, engine) if measured else chip_spec.slug)  # fmt: skip
     factors, label = ({}, None) if measured else engine_factors(engine, chip, calibration=calibration, weight_dtype=weight_dtype)

@@ -10,7 +10,10 @@ They are fitted as the bf16 values; a row of another weight dtype keeps the dtyp
 (efficiency.default_efficiency: weight-only int4 at 0.6 of the bandwidth share, FP8 math at 0.7 of
 the compute share), so a family profile replaces the spec default the way a calibration does.
 Families of NVIDIA GPUs are left to the serving-engine profiles fitted on NVIDIA's own measurements
-(fit.py), and only autoregressive rows are fitted (a speculative or diffusion row's token time is not
+(fit.py), except under a serving engine that has none (llama.cpp): those rows form a family of their own, the NVIDIA
+GPUs under that engine ("NVIDIA gpu under llama.cpp", engine_family), whose profile speaks for an NVIDIA GPU only
+when a request or row names that engine (a calibration keyed by the chip's variant slug, catalog_specs.family_calibration).
+Only autoregressive rows are fitted (a speculative or diffusion row's token time is not
 the surrogate's decode step); every row is predicted with the profile.
 
 As in fit.py, SciPy's least_squares minimises a soft-L1 loss of log(predicted / measured) on a surrogate
@@ -50,6 +53,21 @@ def serving_engine_family(vendor: str, kind: str) -> bool:
 def fitted_family(vendor: str, kind: str) -> bool:
     """Whether a family's profile is fitted here (NVIDIA GPUs have the serving-engine profiles)."""
     return not serving_engine_family(vendor, kind)
+
+
+ENGINE_FAMILY = " under "
+
+
+def engine_family(vendor: str, kind: str, engine: str) -> str:
+    """The family of a vendor's chips under one serving engine ("NVIDIA gpu under llama.cpp"): NVIDIA GPUs under an engine
+    with no serving-engine profile of its own, whose published rows are fitted here (planner/accuracy.py)."""
+    return f"{family_of(vendor, kind)}{ENGINE_FAMILY}{engine}"
+
+
+def family_engine(family: str) -> str | None:
+    """The serving engine an engine family's profile speaks under (engine_family), None for a plain chip family."""
+    _, under, engine = family.partition(ENGINE_FAMILY)
+    return engine if under else None
 
 
 @dataclass(frozen=True, kw_only=True)

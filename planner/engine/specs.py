@@ -58,6 +58,8 @@ class Scheduler:
     attention_dp_balance_timeout_steps: under attention data parallelism, the steps a new prompt is held, while every
         attention replica has decodes running, waiting for a prompt on every replica before any of them prefills
         (TensorRT-LLM's attention_dp_config with enable_balance: its timeout_iters); 0: no hold. serving.balance_hold_s.
+    accumulates_in_16_bits: on a GPU, whether its 16-bit prompt GEMMs accumulate in 16 bits (llama.cpp's cuBLAS path,
+        CUBLAS_COMPUTE_16F), at the chip's 16-bit-accumulate peak where it has one (ChipSpec.math_peak_flops_per_s).
     """
 
     engine: str
@@ -72,6 +74,7 @@ class Scheduler:
     cpu_matrix_experts: bool = True
     weight_dtypes: tuple[str, ...] | None = None
     attention_dp_balance_timeout_steps: int = 0
+    accumulates_in_16_bits: bool = False
 
     def __post_init__(self) -> None:
         for name in ("cpu_matrix_dtypes", "weight_dtypes"):
@@ -112,6 +115,10 @@ class ChipSpec:
     chips_per_node: int | None = None
     tdp_watts: float | None = None
     scheduler: Scheduler | None = None
+    # The dense FP16 tensor peak with FP16 accumulation where it exceeds peak_flops_per_s["fp16"] (the FP32-accumulate
+    # rate): GeForce cards run 16-bit accumulation at twice their FP32-accumulate rate. An engine that accumulates in
+    # 16 bits (Scheduler.accumulates_in_16_bits) reaches it; None: the same as the fp16 peak.
+    peak_fp16_acc16_flops_per_s: float | None = None
     # CPU cores per socket; for an accelerator whose SDK runs each compute core as its own tensor-parallel
     # rank (AWS NeuronCores), those cores (the chip policy says which: chips/base.py head_ranks_per_chip).
     cores: int | None = None
@@ -134,10 +141,16 @@ class ChipSpec:
         units rather than the matrix units (Scheduler.cpu_matrix_dtypes, cpu_matrix_experts; llama.cpp keeps
         F16/BF16 weights and every expert off Intel AMX), the datasheet's peak (AMX: 1,024 bf16 FLOP a cycle a
         core, 16x the fp32 FMA rate) gives way to the vector rate, VECTOR_PEAK_OVER_FP32 of the fp32 peak, and
-        never exceeds the datasheet's. Any other chip, engine or dtype keeps the datasheet's peak."""
+        never exceeds the datasheet's. On a GPU whose engine accumulates its 16-bit GEMMs in 16 bits (llama.cpp), the
+        16-bit math runs at the chip's 16-bit-accumulate peak where the catalog gives one (GeForce: twice the
+        FP32-accumulate rate). Any other chip, engine or dtype keeps the datasheet's peak."""
         peak = self.peak_flops_per_s.get(compute_dtype, 0.0)
         scheduler = self.scheduler
-        if self.kind != "cpu" or scheduler is None:
+        if scheduler is None:
+            return peak
+        if self.kind == "gpu" and scheduler.accumulates_in_16_bits and compute_dtype in ("bf16", "fp16") and self.peak_fp16_acc16_flops_per_s:
+            return max(peak, self.peak_fp16_acc16_flops_per_s)
+        if self.kind != "cpu":
             return peak
         on_matrix_units = (scheduler.cpu_matrix_dtypes is None or weight_dtype in scheduler.cpu_matrix_dtypes) and (
             scheduler.cpu_matrix_experts or not experts)
