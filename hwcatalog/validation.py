@@ -245,6 +245,9 @@ def validate_chip(data: Mapping[str, Any]) -> Errors:
     _positive(errors, data, "memory_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=True)
     for field in (*CHIP_PEAK_FIELDS, *CHIP_OTHER_PEAK_FIELDS):
         _positive(errors, data, field, maximum=MAX_FLOPS, required=False)
+    acc16, fp16 = data.get("peak_fp16_acc16_flops_per_s"), data.get("peak_fp16_flops_per_s")
+    if acc16 and "peak_fp16_acc16_flops_per_s" not in errors and not (isinstance(fp16, (int, float)) and 0 < fp16 <= acc16):
+        errors["peak_fp16_acc16_flops_per_s"] = ["The FP16-accumulate peak needs the chip's fp16 peak, and is at least that."]
     _positive(errors, data, "on_chip_sram_bytes", maximum=MAX_BYTES, required=False)
     _positive(errors, data, "link_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=False)
     _positive(errors, data, "link_latency_s", maximum=1.0, required=False)

@@ -12,7 +12,7 @@ from typing import Any
 from hwcatalog import architecture
 from hwcatalog.models import Chip, ModelArch, Offering, ServingEngine
 from planner.engine.attention import attention_for
-from planner.engine_profiles import variant_slug
+from planner.engine_profiles import stored_profiles, variant_slug
 from planner.engine.efficiency import FACTORS, Efficiency, default_efficiency
 from planner.engine.family_fit import (
     FAMILY_SOURCE,
@@ -205,9 +205,12 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
     (engine_profiles.variant_slug): it speaks for the chip when a request or row names the engine, and only then."""
     out: dict[tuple[str, str], Efficiency] = {}
     architectures: dict[str, str] | None = None  # of the chips the profiles were fitted on, read when a chip needs them
+    profiled_engines = stored_profiles()
     for chip in chips:
         plain = family_of(chip.vendor, chip.kind)
-        under = [(f, p) for f, p in profiles.items() if (engine := family_engine(f)) and f == engine_family(chip.vendor, chip.kind, engine)]
+        # An engine family stands for an engine with no serving-engine profile; once the engine has one, that speaks.
+        under = [(f, p) for f, p in profiles.items()
+                 if (engine := family_engine(f)) and f == engine_family(chip.vendor, chip.kind, engine) and engine not in profiled_engines]
         candidates = ([(plain, profiles.get(plain))] if fitted_family(chip.vendor, chip.kind) else []) + under
         for family, profile in candidates:
             peers: tuple[str, ...] = ()
@@ -242,11 +245,9 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
     newest: dict[tuple[str, str], Efficiency] = {}
     rows = Calibration.objects.filter(chip_slug__in=slugs, active=True).order_by("chip_slug", "serving_engine", "weight_dtype", "-version")
     chips: dict[str, Chip] | None = None
-    calibrated: set[str] = set()
     engines: dict[str, ServingEngine] | None = None  # read when a row names one
     for row in rows:
         if not row.serving_engine:
-            calibrated.add(row.chip_slug)
             engine = ""
         else:  # the row's engine as requests name it (the catalog's name), whatever it was stored as
             engines = serving_engines_by_name() if engines is None else engines
@@ -264,11 +265,14 @@ def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficie
             factors = {name: getattr(default, name) if value is None else value for name, value in factors.items()}
         newest[key] = Efficiency(**factors, source=row.label)
     # A chip of a family fitted to published measurements, with no calibration of its own, takes the family's profile.
+    # A chip (or a chip under an engine) with a calibration of its own, in any dtype, keeps it: runs measured on it beat
+    # a profile fitted on its family's.
     profiles = stored_family_profiles()
     if profiles:
-        uncalibrated = Chip.objects.filter(slug__in=[s for s in slugs if s not in calibrated])
-        for key, efficiency in family_calibration(uncalibrated, profiles).items():
-            newest.setdefault(key, efficiency)  # runs measured under an engine on the chip (its variant's calibration) come first
+        measured = {slug for slug, _ in newest}  # chips calibrated, and chips' variants measured under an engine
+        for key, efficiency in family_calibration(Chip.objects.filter(slug__in=slugs), profiles).items():
+            if key[0] not in measured:
+                newest[key] = efficiency
     return newest
 
 

@@ -30,10 +30,10 @@ from planner.engine.fleet import (
     rent_or_buy,
 )
 from planner.engine.uncertainty import interval, serving_for
-from planner.engine_profiles import profiled, split_variant
+from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
 from planner.runs import queued_resend, run_claim, run_fail, run_send
-from planner.services import PlanTooLarge, PreparedSearch, error_bands, json_safe, outside_silicon, plan_search_prepare
+from planner.services import PlanTooLarge, PreparedSearch, band_basis, error_bands, json_safe, plan_search_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -130,10 +130,10 @@ def _throughput_low_ratios(search: PreparedSearch) -> list[float]:
     chips = {c.slug: c for c in search.chips}
     ratios = []
     for spec in search.specs:
-        slug, engine = split_variant(spec.slug)
-        engine = engine if profiled(engine, chips[slug]) else None  # an engine's bands where its fitted profile was used
-        band = interval(1.0, "output_tokens_per_s_total", chip_kind=chips[slug].kind, engine=engine or "*", bands=error_bands(),
-                        serving=serving_for(search.options.disaggregated), outside_silicon=outside_silicon(chips[slug]))  # fmt: skip
+        slug, named = split_variant(spec.slug)
+        engine, outside = band_basis(chips[slug], named)  # an engine's bands where its fitted profile was used
+        band = interval(1.0, "output_tokens_per_s_total", chip_kind=chips[slug].kind, engine=engine, bands=error_bands(),
+                        serving=serving_for(search.options.disaggregated), outside_silicon=outside)  # fmt: skip
         ratios.append(band.low if band else 1.0)
     return ratios
 

@@ -35,7 +35,7 @@ from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
-from planner.engine.family_fit import fitted_family
+from planner.engine.family_fit import engine_family, fitted_family
 from planner.engine.uncertainty import BAND_OF, interval, load_bands, served_cost_ratio, served_share, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
@@ -52,6 +52,7 @@ from planner.engine_profiles import (
     readable,
     serving_engines,
     split_variant,
+    stored_profiles,
     variant_slug,
 )
 from planner.models import Plan, PlanTag
@@ -159,16 +160,30 @@ def error_bands():
     return load_bands(ERROR_BANDS)
 
 
+def band_basis(chip, engine: str | None) -> tuple[str, bool]:
+    """Which errors a prediction on `chip` under the named `engine` takes its intervals from, and whether the chip-family
+    errors come first (outside_silicon): the engine's where a fitted profile of it speaks for the chip, its serving-engine
+    profile (an NVIDIA GPU) or its own chip-family profile (an NVIDIA GPU under llama.cpp, family_fit.engine_family,
+    whose errors the bands do not hold apart: the fitted profiles' errors stand for them, uncertainty._lookup); else
+    the spec defaults' over every engine ("*")."""
+    if outside_silicon(chip):
+        return "*", True
+    under_family = bool(engine) and engine not in stored_profiles() and (
+        engine_family(chip.vendor, chip.kind, engine) in catalog_specs.stored_family_profiles())
+    return (engine if profiled(engine, chip) or under_family else "*"), False
+
+
 def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: str | None = None, disaggregated: bool = False) -> dict[str, Any]:
     """80% intervals for an answer's headline figures, from held-out errors of comparable predictions
-    (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the serving engine's fitted
-    profile where the answer names one, else the spec defaults' for the chip kind over every engine (a chip
-    outside the silicon file: its kind's chip-family errors); of predictions served the same way (colocated,
-    or prefill disaggregated)."""
+    (planner/engine/uncertainty.py; planner/data/error_bands.json): those of the named serving engine's fitted
+    profile where it speaks for the chip, else the spec defaults' for the chip kind over every engine (a chip
+    outside the silicon file, or an NVIDIA GPU under an engine fitted as a chip family of its own: its kind's
+    chip-family errors); of predictions served the same way (colocated, or prefill disaggregated)."""
     out = {}
+    engine, outside = band_basis(chip, serving_engine)
     for figure in BAND_OF:
-        band = interval(values.get(figure), figure, chip_kind=chip.kind, engine=serving_engine or "*", bands=error_bands(),
-                        serving=serving_for(disaggregated), outside_silicon=outside_silicon(chip))  # fmt: skip
+        band = interval(values.get(figure), figure, chip_kind=chip.kind, engine=engine, bands=error_bands(),
+                        serving=serving_for(disaggregated), outside_silicon=outside)  # fmt: skip
         if band is not None:
             out[figure] = {"low": band.low, "high": band.high, "basis": band.basis}
     cost = values.get("usd_per_million_output_tokens")
@@ -183,12 +198,13 @@ def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: 
 
 def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
     """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind, serving
-    engine and serving mode; chips and engines per chip index of the search)."""
+    engine and serving mode; chips and the engines they are searched under per chip index of the search)."""
     serving = serving_for(result.results.context.disaggregated)
+    bases = [band_basis(c, e) for c, e in zip(chips, engines)]
     factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=e or "*", bands=error_bands(),
-                                        serving=serving, outside_silicon=outside_silicon(c))) else 1.0)
-        for c, e in zip(chips, engines)
+        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=engine, bands=error_bands(),
+                                        serving=serving, outside_silicon=outside)) else 1.0)
+        for c, (engine, outside) in zip(chips, bases)
     ])  # fmt: skip
     r = result.results
     high = served_cost_ratio(factor[r.grid.chip_index], served_share(r.served_output_tokens_per_s, r.output_tokens_per_s_total))
@@ -263,8 +279,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     out["weight_format"], out["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     out["efficiency_source"] = _efficiency_label(engine_label, bool(data.get("efficiency"))) or out["efficiency_source"]
     priced = {**out, "usd_per_million_output_tokens": out["cost"]["usd_per_million_output_tokens"] if out["cost"] else None}
-    out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine if profiled(engine, chip) else None,
-                                                      disaggregated=data["disaggregated"]))  # fmt: skip
+    out["intervals"] = json_safe(prediction_intervals(priced, chip=chip, serving_engine=engine, disaggregated=data["disaggregated"]))
     return out
 
 
@@ -351,7 +366,7 @@ def _row(
     layout = result.results.context.model.weight_layout(est.weight_dtype)
     row["weight_format"], row["weight_bits_per_weight"] = layout.weight_format, layout.bits_per_weight
     row["efficiency_source"] = efficiency_label or row["efficiency_source"]
-    row["intervals"] = json_safe(prediction_intervals(row, chip=chip, serving_engine=serving_engine if profiled(serving_engine, chip) else None,
+    row["intervals"] = json_safe(prediction_intervals(row, chip=chip, serving_engine=serving_engine,
                                                       disaggregated=result.results.context.disaggregated))  # fmt: skip
     row["chip_name"] = chips_by_slug[row["chip_slug"]].name + (f" · {serving_engine}" if serving_engine else "")
     for key in ("reasons", "warnings"):  # they name the searched variant's slug
@@ -457,8 +472,8 @@ def plan_search_run(
     chunk) and return the Plan fields it fills: results, counts, catalog snapshot, calibrations."""
     chips_by_slug = {c.slug: c for c in prepared.chips}
     searched_chips = [chips_by_slug[split_variant(s.slug)[0]] for s in prepared.specs]
-    # The band of an engine's fitted profile where it speaks for the chip, else the chip kind's over every engine.
-    searched_engines = [e if profiled(e := split_variant(s.slug)[1], c) else None for s, c in zip(prepared.specs, searched_chips)]
+    # The band of an engine's fitted profile where it speaks for the chip, else the chip kind's over every engine (band_basis).
+    searched_engines = [split_variant(s.slug)[1] for s in prepared.specs]
     pessimistic = data.get("rank_by") == "pessimistic"
     budget = data.get("budget_usd_per_million_output_tokens")
     streamed = search_streamed(

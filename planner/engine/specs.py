@@ -141,14 +141,15 @@ class ChipSpec:
         units rather than the matrix units (Scheduler.cpu_matrix_dtypes, cpu_matrix_experts; llama.cpp keeps
         F16/BF16 weights and every expert off Intel AMX), the datasheet's peak (AMX: 1,024 bf16 FLOP a cycle a
         core, 16x the fp32 FMA rate) gives way to the vector rate, VECTOR_PEAK_OVER_FP32 of the fp32 peak, and
-        never exceeds the datasheet's. On a GPU whose engine accumulates its 16-bit GEMMs in 16 bits (llama.cpp), the
-        16-bit math runs at the chip's 16-bit-accumulate peak where the catalog gives one (GeForce: twice the
-        FP32-accumulate rate). Any other chip, engine or dtype keeps the datasheet's peak."""
+        never exceeds the datasheet's. On a GPU whose engine accumulates its 16-bit GEMMs in 16 bits (llama.cpp: F16 and
+        quantised weights; its BF16 weights accumulate in 32 bits), the 16-bit math runs at the chip's
+        16-bit-accumulate peak where the catalog gives one (GeForce: twice the FP32-accumulate rate). Any other chip, engine or dtype keeps the datasheet's peak."""
         peak = self.peak_flops_per_s.get(compute_dtype, 0.0)
         scheduler = self.scheduler
         if scheduler is None:
             return peak
-        if self.kind == "gpu" and scheduler.accumulates_in_16_bits and compute_dtype in ("bf16", "fp16") and self.peak_fp16_acc16_flops_per_s:
+        accumulates_in_16 = scheduler.accumulates_in_16_bits and weight_dtype not in ("bf16", "fp32")  # BF16 weights: CUBLAS_COMPUTE_32F
+        if self.kind == "gpu" and accumulates_in_16 and compute_dtype in ("bf16", "fp16") and self.peak_fp16_acc16_flops_per_s:
             return max(peak, self.peak_fp16_acc16_flops_per_s)
         if self.kind != "cpu":
             return peak

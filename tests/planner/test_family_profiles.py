@@ -212,3 +212,36 @@ def test_nvidia_gpus_under_llama_cpp_take_their_own_profile_and_only_under_it(ca
         assert _source(anonymous_client, chip, serving_engine="llama.cpp").startswith("fitted chip-family profile (NVIDIA gpu under llama.cpp"), chip
     assert _source(anonymous_client, "nvidia-a40", serving_engine="vLLM") == "fitted serving-engine profile (vLLM)"
     assert _source(anonymous_client, "nvidia-a40") == "spec defaults"
+
+
+def test_an_estimate_under_llama_cpp_on_an_nvidia_gpu_lies_inside_its_interval(catalog, anonymous_client):
+    """Its efficiency is a fitted profile's, so its intervals are the fitted profiles' errors (services.band_basis), not
+    the spec defaults' of the silicon file, which assume the spec defaults' miss."""
+    body = {"model": "llama-3.1-8b", "chip": "nvidia-rtx-4090", "prompt_tokens": 512, "output_tokens": 128, "batch": 1,
+            "serving_engine": "llama.cpp", "weight_dtype": "fp16"}  # fmt: skip
+    response = anonymous_client.post("/api/v1/estimates/", body, format="json")
+    assert response.status_code == 200, response.json()
+    answer = response.json()
+    for figure in ("ttft_s", "tpot_s"):
+        band = answer["intervals"][figure]
+        assert band["low"] <= answer[figure] <= band["high"], (figure, band)
+        assert "spec defaults" not in band["basis"], band["basis"]
+
+
+def test_runs_measured_under_an_engine_beat_the_family_profile_under_it(catalog):
+    from hwcatalog.models import Chip
+    from planner import catalog_specs
+    from planner.engine.efficiency import FACTORS, default_efficiency
+    from planner.models import Calibration
+
+    chip = Chip.objects.get(slug="nvidia-a40")
+    spec = catalog_specs.chip_spec(chip)
+    factors = {name: getattr(default_efficiency(spec, "fp16"), name) for name in FACTORS}
+    before = catalog_specs.calibrations_for(["nvidia-a40"])
+    assert str(before[("nvidia-a40@llama.cpp", "fp16")].source).startswith("fitted chip-family profile (NVIDIA gpu under llama.cpp")
+    # A calibration of the A40 under llama.cpp, stored for every dtype ("*"), wins in every dtype.
+    Calibration.objects.create(chip_slug="nvidia-a40", weight_dtype="*", serving_engine="llama.cpp", version=1, active=True,
+                               run_count=3, **factors)  # fmt: skip
+    after = catalog_specs.calibrations_for(["nvidia-a40"])
+    assert not any(slug == "nvidia-a40@llama.cpp" and dtype != "*" for slug, dtype in after)
+    assert ("nvidia-a40@llama.cpp", "*") in after
