@@ -22,14 +22,13 @@ from planner.engine.family_fit import (
     FITTED_METRICS,
     FamilyParts,
     architecture_key,
-    engine_family,
     family_of,
     fit_families,
     fitted_family,
+    fitted_family_under,
     load_family_profiles,
     median_ape,
     save_family_profiles,
-    serving_engine_family,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import (
@@ -126,9 +125,8 @@ def _csv_predict(measured, models, chips, calibration, *, parts: bool = False, o
             host = {}
         # The family whose profile is fitted to the row: the chip's; for an NVIDIA GPU (the serving-engine profiles speak
         # for it) under an engine with no fitted profile, the NVIDIA GPUs under that engine (family_fit.engine_family).
-        family, fittable = family_of(chip.vendor, chip.kind), fitted_family(chip.vendor, chip.kind)
-        if engine is not None and serving_engine_family(chip.vendor, chip.kind) and engine.name not in profiled_engines:
-            family, fittable = engine_family(chip.vendor, chip.kind, engine.name), True
+        fitted = fitted_family_under(chip.vendor, chip.kind, engine.name if engine else None, profiled_engines)
+        family, fittable = (fitted, True) if fitted else (family_of(chip.vendor, chip.kind), False)
         try:
             model_spec = catalog_specs.model_spec(models[row.model])
             draft = catalog_specs.model_spec(models[draft_slug]) if draft_slug else None

@@ -35,7 +35,7 @@ from planner.engine.cost import HOURS_PER_MONTH
 from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
-from planner.engine.family_fit import engine_family, fitted_family
+from planner.engine.family_fit import fitted_family, fitted_family_under
 from planner.engine.uncertainty import BAND_OF, interval, load_bands, served_cost_ratio, served_share, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
@@ -168,8 +168,7 @@ def band_basis(chip, engine: str | None) -> tuple[str, bool]:
     the spec defaults' over every engine ("*")."""
     if outside_silicon(chip):
         return "*", True
-    under_family = bool(engine) and engine not in stored_profiles() and (
-        engine_family(chip.vendor, chip.kind, engine) in catalog_specs.stored_family_profiles())
+    under_family = fitted_family_under(chip.vendor, chip.kind, engine, stored_profiles()) in catalog_specs.stored_family_profiles()
     return (engine if profiled(engine, chip) or under_family else "*"), False
 
 

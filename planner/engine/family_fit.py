@@ -64,6 +64,15 @@ def engine_family(vendor: str, kind: str, engine: str) -> str:
     return f"{family_of(vendor, kind)}{ENGINE_FAMILY}{engine}"
 
 
+def fitted_family_under(vendor: str, kind: str, engine: str | None, profiled_engines) -> str | None:
+    """The family whose profile is fitted to a chip's rows under `engine` (a name, or None) and speaks for it there: the
+    chip's own family; for an NVIDIA GPU, the NVIDIA GPUs under an engine with no serving-engine profile
+    (`profiled_engines`: those that have one); None where a serving-engine profile (or the spec defaults) speaks."""
+    if fitted_family(vendor, kind):
+        return family_of(vendor, kind)
+    return engine_family(vendor, kind, engine) if engine and engine not in profiled_engines else None
+
+
 def family_engine(family: str) -> str | None:
     """The serving engine an engine family's profile speaks under (engine_family), None for a plain chip family."""
     _, under, engine = family.partition(ENGINE_FAMILY)
