@@ -28,12 +28,15 @@ from planner.engine.family_fit import (
     fitted_family_under,
     load_family_profiles,
     median_ape,
+    pooled_family,
+    pooled_kind,
     save_family_profiles,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import (
     COLOCATED,
     FIGURE_OF_MEASURED,
+    UNMEASURED,
     bands_from,
     chip_family_bands,
     coverage,
@@ -187,37 +190,55 @@ CSV_CV_GROUPS = (("chip", "chip"), ("architecture", "architecture"), ("engine", 
 
 
 def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measured, models, chips) -> dict:
-    """Family profiles fitted to the values in `mask`, each told whether it transfers to the family's other chips:
-    with the chips of each of its compute architectures held out in turn, the profile fitted on the rest predicts the
-    held-out values with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers). Chips of one
-    architecture speak for each other anyway (same_architecture), so only a profile fitted on two architectures or
+    """Family profiles fitted to the values in `mask`, and each chip kind's pooled profile (family_fit.pooled_family:
+    every fitted value on the kind's chips outside the silicon file), each told whether it transfers to chips it was not
+    fitted on: with the chips of each of its compute architectures held out in turn, the profile fitted on the rest
+    predicts the held-out values with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers). Chips of
+    one architecture speak for each other anyway (same_architecture), so only a profile fitted on two architectures or
     more can show that it carries to another."""
-    profiles = fit_families(parts.take(mask), families[mask], chip_slugs[mask], fittable[mask])
+    pools = np.array([pooled_family(r["chip_kind"]) if fitted_family(*r["family"].rsplit(" ", 1)) else "" for r in rows])
     architecture_of = {c.slug: architecture_key(c.architecture) or c.slug for c in chips.values()}
     architectures = np.array([architecture_of.get(slug, slug) for slug in chip_slugs])
-    for family, profile in profiles.items():
-        held_architectures = sorted({architecture_of.get(chip, chip) for chip in profile.chips})
-        if len(held_architectures) < 2:
-            continue
-        held, spec, measured_values = [], [], []
-        for architecture in held_architectures:
-            inner = mask & (architectures != architecture)
-            fold = fit_families(parts.take(inner), families[inner], chip_slugs[inner], fittable[inner]).get(family)
-            ids = {r["id"] for r, m in zip(rows, mask & (architectures == architecture)) if m}
-            if fold is None or not ids:
-                continue
-            forced = {family: dataclasses.replace(fold, transfers=True)}
-            predicted, _ = _csv_predict(measured, models, chips, catalog_specs.family_calibration(chips.values(), forced), only=ids)
-            by_id = {(r["id"], r["metric"]): r["predicted"] for r in predicted}
-            for r in rows:
-                if r["id"] in ids and (r["id"], r["metric"]) in by_id:
-                    held.append(by_id[(r["id"], r["metric"])])
-                    spec.append(r["predicted"])
-                    measured_values.append(r["measured"])
-        truth = np.array(measured_values, dtype=float)
-        transfers = bool(held) and median_ape(np.array(held), truth) < median_ape(np.array(spec), truth)
-        profiles[family] = dataclasses.replace(profile, transfers=transfers)
+    profiles = {}
+    for labels, usable, strata in ((families, fittable, None), (pools, fittable & (pools != ""), families)):
+        fitted = fit_families(parts.take(mask), labels[mask], chip_slugs[mask], usable[mask], None if strata is None else strata[mask])
+        for family, profile in fitted.items():
+            fitted[family] = dataclasses.replace(profile, transfers=_transfers(
+                family, profile, mask, rows, parts, labels, chip_slugs, usable, strata, architectures, architecture_of, measured, models,
+                chips))  # fmt: skip
+        profiles |= fitted
     return profiles
+
+
+def _transfers(family, profile, mask, rows, parts, labels, chip_slugs, usable, strata, architectures, architecture_of, measured, models,
+               chips) -> bool:  # fmt: skip
+    """Whether `profile` (the family `family` of `labels`) predicts each of its architectures, held out in turn and fitted
+    on the rest, better than the spec defaults do (_fit_with_transfer)."""
+    held_architectures = sorted({architecture_of.get(chip, chip) for chip in profile.chips})
+    if len(held_architectures) < 2:
+        return False
+    held, spec, measured_values = [], [], []
+    for architecture in held_architectures:
+        inner = mask & (architectures != architecture)
+        fold = fit_families(parts.take(inner), labels[inner], chip_slugs[inner], usable[inner], None if strata is None else strata[inner],
+                            only=family).get(family)  # fmt: skip
+        ids = {r["id"] for r, m in zip(rows, mask & (architectures == architecture)) if m}
+        if fold is None or not ids:
+            continue
+        forced = {family: dataclasses.replace(fold, transfers=True)}
+        # A pooled profile is tried on every held-out architecture, its vendor measured or not: the test asks whether what other
+        # chips of the kind reached predicts a new architecture better than the spec defaults (a product keeps it to the
+        # vendors it measured, catalog_specs.family_calibration).
+        calibration = catalog_specs.family_calibration(chips.values(), forced, measured_vendors_only=False)
+        predicted, _ = _csv_predict(measured, models, chips, calibration, only=ids)
+        by_id = {(r["id"], r["metric"]): r["predicted"] for r in predicted}
+        for r in rows:
+            if r["id"] in ids and (r["id"], r["metric"]) in by_id:
+                held.append(by_id[(r["id"], r["metric"])])
+                spec.append(r["predicted"])
+                measured_values.append(r["measured"])
+    truth = np.array(measured_values, dtype=float)
+    return bool(held) and median_ape(np.array(held), truth) < median_ape(np.array(spec), truth)
 
 
 def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profiles_out: Path | None, keep_held_out: bool = False) -> dict[str, Any]:
@@ -258,14 +279,24 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
             held_out = []
             for _group, mask in cv_folds([r[key] for r in rows]):
                 fold = _fit_with_transfer(~mask, rows, parts, families, chip_slugs, fittable, measured, models, chips)
-                predicted, _ = _csv_predict(measured, models, chips, calibration_of(fold), only={r["id"] for r, m in zip(rows, mask) if m})
-                held_out += _strip(predicted)
+                calibration = calibration_of(fold)
+                predicted, _ = _csv_predict(measured, models, chips, calibration, only={r["id"] for r, m in zip(rows, mask) if m})
+                profiled = {slug for slug, _dtype in calibration}  # the chips a fitted profile of the fold speaks for
+                held_out += [{**r, "_profiled": r["chip"] in profiled} for r in _strip(predicted)]
             report["cv"][label] = {**summarize(held_out), "by_group": group_stats(held_out, key)}
             if key == "architecture":  # the bands a chip outside the silicon file takes assume nothing of its architecture measured
                 report["intervals"] = _chip_family_interval_check(held_out)
                 if keep_held_out:
                     report["_held_out"] = held_out
     return report
+
+
+def _speaks(profile: dict) -> str:
+    """Which chips a fitted chip-family profile speaks for, in words (catalog_specs.family_calibration)."""
+    if pooled_kind(profile["family"]):
+        return ("speaks for these chips and its vendors' chips that no profile of their family speaks for" if profile["transfers"]
+                else "speaks for these chips")  # fmt: skip
+    return "speaks for the family" if profile["transfers"] else "speaks for these chips and their architecture"
 
 
 def _outside_silicon(rows: list[dict]) -> list[dict]:
@@ -282,7 +313,9 @@ def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
     for _architecture, mask in cv_folds([r["architecture"] for r in outside]):
         bands = chip_family_bands(r for r, m in zip(outside, mask) if not m)
         for r in (r for r, m in zip(outside, mask) if m):
-            band = interval(r["predicted"], FIGURE_OF_MEASURED[r["metric"]], chip_kind=r["chip_kind"], engine="*", bands=bands,
+            # As services.band_basis: a chip that no chip-family profile of the fold speaks for takes the widest band.
+            engine = "*" if r.get("_profiled", True) else UNMEASURED
+            band = interval(r["predicted"], FIGURE_OF_MEASURED[r["metric"]], chip_kind=r["chip_kind"], engine=engine, bands=bands,
                             serving=COLOCATED, outside_silicon=True)  # fmt: skip
             checked.append({**r, "interval": [band.low, band.high] if band else None})
     kinds = sorted({r["chip_kind"] for r in checked})
@@ -595,7 +628,7 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"].get("family_profiles", []):
             lines.append(f"  {p['family']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  ({p['values']} values on {', '.join(p['chips'])}; "
-                         f"{'speaks for the family' if p['transfers'] else 'speaks for these chips and their architecture'})")  # fmt: skip
+                         f"{_speaks(p)})")  # fmt: skip
         if "profiles" in report["fit"]:
             lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
         for p in report["fit"].get("profiles", []):

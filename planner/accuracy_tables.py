@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from planner.engine import group_stats
+from planner.engine.family_fit import POOLED_FAMILY
 
 
 class MetricLabel(NamedTuple):
@@ -149,8 +150,12 @@ def _profiles(report: Mapping) -> list[str]:
         lines = ["The chip-family profiles fitted to the whole file (bf16 fractions; what `--profiles-out` writes):", "",
                  "| family | compute fraction | bandwidth fraction | step overhead | values | chips | speaks for |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for p in fit["family_profiles"]:
-            speaks = ("the family (each architecture held out is predicted better than at the spec defaults)" if p["transfers"]
-                      else "these chips and the chips of their architecture")  # fmt: skip
+            if p["family"].startswith(POOLED_FAMILY):
+                speaks = ("these chips, and a chip of their vendors that no profile of its family speaks for (each architecture held out is "
+                          "predicted better than at the spec defaults)" if p["transfers"] else "these chips")  # fmt: skip
+            else:
+                speaks = ("the family (each architecture held out is predicted better than at the spec defaults)" if p["transfers"]
+                          else "these chips and the chips of their architecture")  # fmt: skip
             lines.append(f"| {p['family']} | {p['compute_fraction']:.3f} | {p['bandwidth_fraction']:.3f} | {p['step_overhead_s'] * 1e3:.2f} ms | "
                          f"{p['values']:,} | {', '.join(p['chips'])} | {speaks} |")  # fmt: skip
         return [*lines, ""]

@@ -22,6 +22,7 @@ from planner.engine.family_fit import (
     family_of,
     fitted_family,
     load_family_profiles,
+    pooled_family,
     same_architecture,
 )
 from planner.engine.specs import ChipSpec, ModelSpec, OfferingSpec, Scheduler
@@ -196,44 +197,71 @@ def stored_family_profiles() -> dict[str, FamilyProfile]:
     return load_family_profiles(FAMILY_PROFILES)[0]
 
 
-def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]) -> dict[tuple[str, str], Efficiency]:
+def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile], *, measured_vendors_only: bool = True) -> dict[tuple[str, str], Efficiency]:
     """Each chip a fitted family profile speaks for (the chips it was fitted on; the family's other chips where
     it transfers; a chip of the same compute architecture as one it was fitted on) at that profile, per weight dtype: the fitted bf16 fractions with
     the dtype's scale on top (efficiency.default_efficiency), the fitted step overhead, the rest the chip's
-    spec defaults. A profile of the family's chips under one serving engine (family_fit.engine_family: NVIDIA GPUs under
+    spec defaults. A chip outside the silicon file that no profile of its family speaks for takes its kind's pooled
+    profile where that speaks for it (family_fit.pooled_family: fitted on it; or transferring, for a chip of a stated
+    architecture of a vendor it measured, or of any vendor without `measured_vendors_only`, as its transfer test asks of
+    it). A profile of the family's
+    chips under one serving engine (family_fit.engine_family: NVIDIA GPUs under
     llama.cpp) is keyed by the chip's variant slug under that engine, as a calibration measured under it is
     (engine_profiles.variant_slug): it speaks for the chip when a request or row names the engine, and only then."""
     out: dict[tuple[str, str], Efficiency] = {}
     architectures: dict[str, str] | None = None  # of the chips the profiles were fitted on, read when a chip needs them
     profiled_engines = stored_profiles()
+
+    def peers_of(chip: Chip, profile: FamilyProfile) -> tuple[str, ...]:
+        nonlocal architectures
+        if chip.slug in profile.chips or profile.transfers or not chip.architecture:
+            return ()
+        if architectures is None:
+            fitted_on = {slug for p in profiles.values() for slug in p.chips}
+            architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
+        return same_architecture(profile, chip.architecture, architectures)
+
+    def write(chip: Chip, family: str, profile: FamilyProfile, label: str) -> None:
+        engine = family_engine(family)
+        slug = variant_slug(chip.slug, engine) if engine else chip.slug
+        spec = chip_spec(chip)
+        bf16 = default_efficiency(spec, "bf16")
+        for dtype in DTYPES:
+            base = default_efficiency(spec, dtype)
+            out[(slug, dtype)] = dataclasses.replace(
+                base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
+                bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
+                step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
+            )  # fmt: skip
+
     for chip in chips:
         plain = family_of(chip.vendor, chip.kind)
         # An engine family stands for an engine with no serving-engine profile; once the engine has one, that speaks.
         under = [(f, p) for f, p in profiles.items()
                  if (engine := family_engine(f)) and f == engine_family(chip.vendor, chip.kind, engine) and engine not in profiled_engines]
         candidates = ([(plain, profiles.get(plain))] if fitted_family(chip.vendor, chip.kind) else []) + under
+        spoke = False
         for family, profile in candidates:
-            peers: tuple[str, ...] = ()
-            if profile is not None and chip.slug not in profile.chips and not profile.transfers and chip.architecture:
-                if architectures is None:
-                    fitted_on = {slug for p in profiles.values() for slug in p.chips}
-                    architectures = dict(Chip.objects.filter(slug__in=fitted_on).values_list("slug", "architecture"))
-                peers = same_architecture(profile, chip.architecture, architectures)
-            if profile is None or not profile.speaks_for(chip.slug, architecture_peers=peers):
+            if profile is None:
                 continue
-            label = f"{profile.label}; the same {chip.architecture} architecture as {', '.join(peers)}" if peers else profile.label
-            engine = family_engine(family)
-            slug = variant_slug(chip.slug, engine) if engine else chip.slug
-            spec = chip_spec(chip)
-            bf16 = default_efficiency(spec, "bf16")
-            for dtype in DTYPES:
-                base = default_efficiency(spec, dtype)
-                out[(slug, dtype)] = dataclasses.replace(
-                    base, compute_fraction=min(profile.compute_fraction * base.compute_fraction / bf16.compute_fraction, 1.0),
-                    bandwidth_fraction=min(profile.bandwidth_fraction * base.bandwidth_fraction / bf16.bandwidth_fraction, 1.0),
-                    step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
-                )  # fmt: skip
+            peers = peers_of(chip, profile)
+            if not profile.speaks_for(chip.slug, architecture_peers=peers):
+                continue
+            write(chip, family, profile, f"{profile.label}; the same {chip.architecture} architecture as {', '.join(peers)}" if peers else profile.label)
+            spoke = spoke or family == plain
+        pool = profiles.get(pooled_family(chip.kind)) if fitted_family(chip.vendor, chip.kind) and not spoke else None
+        # It speaks beyond its chips only for a new architecture (a chip whose architecture the catalog states, not a device a
+        # worker probed) of a vendor it measured (family_fit.FamilyProfile.vendors): a chip's efficiency is its vendor's
+        # software stack's, which nothing measured on other vendors' chips shows.
+        measured_vendor = vendor_key(chip.vendor) in {vendor_key(v) for v in pool.vendors} if pool is not None else False
+        if pool is not None and (chip.slug in pool.chips or (pool.transfers and chip.architecture and (measured_vendor or not measured_vendors_only))):
+            where = "" if chip.slug in pool.chips else f"; nothing measured on {chip.vendor}'s {chip.architecture or chip.slug}"
+            write(chip, pooled_family(chip.kind), pool, f"{pool.label}{where}")
     return out
+
+
+def vendor_key(vendor: str | None) -> str:
+    return " ".join((vendor or "").split()).casefold()
 
 
 def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:

@@ -36,7 +36,7 @@ from planner.engine.cost import ownership as cost_ownership
 from planner.engine.decoding import BlockDiffusion, Resolvers, decoding_from_params
 from planner.engine.decoding.speculative import DEFAULT_ACCEPTANCE_RATE, DEFAULT_ACCEPTANCE_SOURCE
 from planner.engine.family_fit import fitted_family, fitted_family_under
-from planner.engine.uncertainty import BAND_OF, interval, load_bands, served_cost_ratio, served_share, serving_for
+from planner.engine.uncertainty import BAND_OF, UNMEASURED, interval, load_bands, served_cost_ratio, served_share, serving_for
 from planner.engine.estimate import Evaluation, evaluate_deployment
 from planner.engine.grid import DEFAULT_BATCHES, grid_size
 from planner.engine.search import grid_spec
@@ -165,9 +165,12 @@ def band_basis(chip, engine: str | None) -> tuple[str, bool]:
     errors come first (outside_silicon): the engine's where a fitted profile of it speaks for the chip, its serving-engine
     profile (an NVIDIA GPU) or its own chip-family profile (an NVIDIA GPU under llama.cpp, family_fit.engine_family,
     whose errors the bands do not hold apart: the fitted profiles' errors stand for them, uncertainty._lookup); else
-    the spec defaults' over every engine ("*")."""
+    the spec defaults' over every engine ("*"); for a chip outside the silicon file that no calibration or chip-family
+    profile speaks for, none of them (uncertainty.UNMEASURED: the widest band, and it says so)."""
     if outside_silicon(chip):
-        return "*", True
+        # A chip no fitted profile speaks for (no calibration, no chip-family profile) takes the widest band.
+        measured = any(slug == chip.slug for slug, _dtype in catalog_specs.calibrations_for([chip.slug]))
+        return ("*" if measured else UNMEASURED), True
     under_family = fitted_family_under(chip.vendor, chip.kind, engine, stored_profiles()) in catalog_specs.stored_family_profiles()
     return (engine if profiled(engine, chip) or under_family else "*"), False
 

@@ -16,6 +16,17 @@ when a request or row names that engine (a calibration keyed by the chip's varia
 Only autoregressive rows are fitted (a speculative or diffusion row's token time is not
 the surrogate's decode step); every row is predicted with the profile.
 
+A chip whose family has no profile that speaks for it (a new vendor, or a new architecture of a family whose
+profile does not transfer) takes its kind's pooled profile ("pooled gpu", pooled_family), as an engine with no
+profile of its own takes the pooled serving-engine profile (fit.py): the same three parameters fitted to every
+fitted value on chips of that kind, each family weighing the same however many values it has (one with fewer than
+MIN_VALUES in proportion to them; stratum_weights). It speaks for a chip outside its own fit only where it transfers
+(with each architecture held out in turn, fitted on the rest, it predicts the held-out values better than the spec
+defaults do; planner/accuracy.py), only for a vendor it measured (`vendors`: a chip's efficiency is its vendor's
+software stack's) and only for a chip whose architecture the catalog states (a new architecture, not a device a worker
+probed; planner/catalog_specs.py). The spec defaults stay for a vendor or a kind measured on no chip (Cerebras, Groq's
+LPU), and such a chip's intervals are the widest (uncertainty.interval, UNMEASURED).
+
 As in fit.py, SciPy's least_squares minimises a soft-L1 loss of log(predicted / measured) on a surrogate
 that rescales each prediction's own parts; every error reported comes from the real engine.
 """
@@ -73,6 +84,19 @@ def fitted_family_under(vendor: str, kind: str, engine: str | None, profiled_eng
     return engine_family(vendor, kind, engine) if engine and engine not in profiled_engines else None
 
 
+POOLED_FAMILY = "pooled "
+
+
+def pooled_family(kind: str) -> str:
+    """The pooled profile of one chip kind ("pooled gpu"): fitted to every fitted family's values on chips of that kind."""
+    return f"{POOLED_FAMILY}{kind}"
+
+
+def pooled_kind(family: str) -> str | None:
+    """The chip kind a pooled profile speaks for, None for a family's own profile."""
+    return family.removeprefix(POOLED_FAMILY) if family.startswith(POOLED_FAMILY) else None
+
+
 def family_engine(family: str) -> str | None:
     """The serving engine an engine family's profile speaks under (engine_family), None for a plain chip family."""
     _, under, engine = family.partition(ENGINE_FAMILY)
@@ -89,6 +113,9 @@ class FamilyProfile:
     # Whether it speaks for the family's other chips too: holding out each of its chips in turn and fitting
     # on the rest predicted the held-out chip better than the spec defaults did (at least two chips).
     transfers: bool = False
+    # A pooled profile's vendors: those with values in its fit, the only ones it speaks for beyond the chips it was fitted
+    # on (catalog_specs.family_calibration); () for a family's own profile.
+    vendors: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -170,29 +197,62 @@ def surrogate(theta: np.ndarray, p: FamilyParts) -> np.ndarray:
     )  # fmt: skip
 
 
-def fit_family(p: FamilyParts, chips: Sequence[str]) -> FamilyProfile:
+def _weighted_soft_l1(weights: np.ndarray):
+    """SciPy's soft-L1 loss with each residual's term times its weight (a callable loss returns rho, rho' and rho'')."""
+
+    def loss(z: np.ndarray) -> np.ndarray:
+        t = 1.0 + z
+        return weights * np.vstack([2.0 * (np.sqrt(t) - 1.0), t**-0.5, -0.5 * t**-1.5])
+
+    return loss
+
+
+def fit_family(p: FamilyParts, chips: Sequence[str], *, weights: np.ndarray | None = None, vendors: Sequence[str] = ()) -> FamilyProfile:
+    """The family's three parameters fitted to its values; `weights` (mean 1) weigh each value's term of the loss."""
     start = np.array([float(np.median(p.compute_fraction_bf16_0)), float(np.median(p.bandwidth_fraction_bf16_0)),
                       float(np.median(p.step_overhead0))])  # fmt: skip
 
     def residuals(theta):
         return np.log(np.maximum(surrogate(theta, p), 1e-30) / p.measured)
 
-    result = least_squares(residuals, np.clip(start, LOWER, UPPER), bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.3)
-    return FamilyProfile(**dict(zip(FAMILY_PARAMETERS, (float(v) for v in result.x))), values=len(p), chips=tuple(sorted(set(chips))))
+    loss = "soft_l1" if weights is None else _weighted_soft_l1(weights)
+    result = least_squares(residuals, np.clip(start, LOWER, UPPER), bounds=(LOWER, UPPER), loss=loss, f_scale=0.3)
+    return FamilyProfile(**dict(zip(FAMILY_PARAMETERS, (float(v) for v in result.x))), values=len(p), chips=tuple(sorted(set(chips))),
+                         vendors=tuple(vendors))  # fmt: skip
 
 
-def fit_families(p: FamilyParts, families: np.ndarray, chips: np.ndarray, fittable: np.ndarray) -> dict[str, FamilyProfile]:
-    """A profile per family with at least MIN_VALUES fittable values."""
+def stratum_weights(strata: np.ndarray) -> np.ndarray:
+    """Per-value weights (mean 1) under which each stratum weighs the same, one of fewer than MIN_VALUES values in
+    proportion to them (a family's single published value does not weigh as much as another's dozens)."""
+    _, index, counts = np.unique(strata, return_inverse=True, return_counts=True)
+    weights = np.minimum(counts, MIN_VALUES)[index] / counts[index]
+    return weights / weights.mean()
+
+
+def fit_families(p: FamilyParts, families: np.ndarray, chips: np.ndarray, fittable: np.ndarray,
+                 strata: np.ndarray | None = None, only: str | None = None) -> dict[str, FamilyProfile]:  # fmt: skip
+    """A profile per family (or the family `only`) with at least MIN_VALUES fittable values. With `strata` (a pooled
+    profile's values by the family they belong to, "AMD gpu"), each stratum weighs the same in its profile's fit
+    (stratum_weights), and the profile names the vendors of its strata: a pooled profile stands for a typical family of
+    its kind, not for the one published most, and for the vendors it measured."""
     out = {}
     for family in sorted(set(families[fittable].tolist())):
+        if only is not None and family != only:
+            continue
         mask = fittable & (families == family)
         if mask.sum() >= MIN_VALUES:
-            out[family] = fit_family(p.take(mask), chips[mask].tolist())
+            weights, vendors = None, ()
+            if strata is not None:
+                weights = stratum_weights(strata[mask])
+                names = np.unique(strata[mask])
+                vendors = sorted({str(name).rsplit(" ", 1)[0] for name in names})
+            out[family] = fit_family(p.take(mask), chips[mask].tolist(), weights=weights, vendors=vendors)
     return out
 
 
 def save_family_profiles(profiles: dict[str, FamilyProfile], path: Path, *, source: str) -> None:
-    body = {"source": source, "profiles": {family: {**asdict(p), "chips": list(p.chips)} for family, p in sorted(profiles.items())}}
+    body = {"source": source, "profiles": {family: {**asdict(p), "chips": list(p.chips), "vendors": list(p.vendors)}
+                                           for family, p in sorted(profiles.items())}}  # fmt: skip
     path.write_text(json.dumps(body, indent=1) + "\n")
 
 
@@ -201,7 +261,8 @@ def load_family_profiles(path: Path) -> tuple[dict[str, FamilyProfile], str]:
     if not path.is_file():
         return {}, ""
     body = json.loads(path.read_text())
-    return {family: FamilyProfile(**{**values, "chips": tuple(values["chips"])}) for family, values in body["profiles"].items()}, body["source"]
+    return {family: FamilyProfile(**{**values, "chips": tuple(values["chips"]), "vendors": tuple(values.get("vendors", ()))})
+            for family, values in body["profiles"].items()}, body["source"]  # fmt: skip
 
 
 def median_ape(predicted: np.ndarray, measured: np.ndarray) -> float:

@@ -38,6 +38,10 @@ FITTED = "+"
 # The engine of a band of predictions made with chip-family profiles on chips outside the silicon file, each chip
 # held out (accuracy.write_error_bands with another measurements file).
 CHIP_FAMILY = "~"
+# The engine key of a chip outside the silicon file that no fitted profile speaks for (no calibration, no chip-family
+# profile: a vendor measured too little or not at all, catalog_specs.family_calibration): its intervals are the widest,
+# every band's span widened, as for a chip kind with no band at all.
+UNMEASURED = "?"
 COLOCATED, DISAGGREGATED = "colocated", "disaggregated"
 # A measured row's `mode` (the silicon layout's agg / disagg) as a serving mode.
 SERVING_OF_MODE = {"agg": COLOCATED, "disagg": DISAGGREGATED}
@@ -176,11 +180,16 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
         return None
     metric, inverse = BAND_OF[figure]
     bands = tuple(bands)
-    band, comparable = _lookup(bands, metric, chip_kind, engine, serving, outside_silicon)
-    if band is None:
-        return None
-    low, high = band.low_log_ratio, band.high_log_ratio
-    if comparable:
+    if engine == UNMEASURED:  # no fitted profile speaks for the chip: the widest band, below
+        band, comparable = None, False
+        if not any(b.metric == metric for b in bands):
+            return None
+    else:
+        band, comparable = _lookup(bands, metric, chip_kind, engine, serving, outside_silicon)
+        if band is None:
+            return None
+    if comparable and band is not None:
+        low, high = band.low_log_ratio, band.high_log_ratio
         basis = f"{band.values} held-out {metric} errors on {_scope(band)}"
         if band.pooled_from:
             basis += f" ({band.pooled_from})"
@@ -206,7 +215,9 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
         centre, half = (lowest + highest) / 2, (highest - lowest) / 2
         low, high = centre - UNKNOWN_WIDENING * half, centre + UNKNOWN_WIDENING * half
         served = "" if alike[0].serving == ANY else f" of {alike[0].serving} predictions"
-        basis = f"no measurement of a {chip_kind} chip on {engine}: every {metric} band{served}, their span widened by half"
+        basis = (f"no measurement of a {chip_kind} chip on {engine}" if engine != UNMEASURED else
+                 f"no measurement of a {chip_kind} chip of this vendor (spec defaults)")  # fmt: skip
+        basis += f": every {metric} band{served}, their span widened by half"
     if inverse:
         low, high = -high, -low
     return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)

@@ -43,9 +43,11 @@ def test_the_other_chips_file_is_fitted_and_cross_validated_and_the_figures_hold
     report = json.loads(capsys.readouterr().out)
     assert report["summary"]["count"] >= 640 and report["spec_defaults"]["count"] == report["summary"]["count"]
     assert report["spec_defaults"]["mdape"] <= 41.0  # 38.8% (640 rows, 2026-12-07, twenty-fourth session)
-    assert report["summary"]["mdape"] <= 18.0  # in-sample, 15.2%
-    assert report["cv"]["chip"]["mdape"] <= 25.0 and report["cv"]["engine"]["mdape"] <= 22.0  # 21.9% and 20.0%
-    assert report["cv"]["architecture"]["mdape"] <= 37.0  # 31.9%: a new silicon generation, nothing of its kind measured
+    assert report["summary"]["mdape"] <= 18.0  # in-sample, 15.0%
+    assert report["cv"]["chip"]["mdape"] <= 22.0 and report["cv"]["engine"]["mdape"] <= 22.0  # 18.8% and 19.0%
+    # 23.1%: a new silicon generation, nothing of its architecture measured (31.9% before the kinds' pooled profiles spoke
+    # for a measured vendor's new architecture, 2026-12-07, twenty-fifth session)
+    assert report["cv"]["architecture"]["mdape"] <= 27.0
     # The chips' 80% bands (uncertainty.chip_family_bands), rebuilt without each chip, cover its values (80% stored).
     assert 0.70 <= report["intervals"]["coverage_cv"]["architecture"] <= 0.90
     families = {p["family"]: p for p in report["fit"]["family_profiles"]}
@@ -245,3 +247,97 @@ def test_runs_measured_under_an_engine_beat_the_family_profile_under_it(catalog)
     after = catalog_specs.calibrations_for(["nvidia-a40"])
     assert not any(slug == "nvidia-a40@llama.cpp" and dtype != "*" for slug, dtype in after)
     assert ("nvidia-a40@llama.cpp", "*") in after
+
+
+def _decode_values(bandwidths: list[float], step_overhead_s: float = 1e-3) -> FamilyParts:
+    """Memory-bound decode steps of several sizes, each measured at its family's bandwidth fraction (bf16 default 0.7)."""
+    memory_s = np.array([(2e-3, 5e-3, 1e-2)[i % 3] for i in range(len(bandwidths))])
+    n = len(bandwidths)
+    return FamilyParts(
+        metric=np.array(["tpot_s"] * n), measured=memory_s * 0.7 / np.array(bandwidths) + step_overhead_s, predicted=memory_s + 4e-4,
+        compute_fraction0=np.full(n, 0.5), bandwidth_fraction0=np.full(n, 0.7), step_overhead0=np.full(n, 4e-4), request_overhead0=np.zeros(n),
+        compute_fraction_bf16_0=np.full(n, 0.5), bandwidth_fraction_bf16_0=np.full(n, 0.7), decode_compute_s=np.full(n, 1e-5),
+        decode_memory_s=memory_s, decode_fixed_s=np.zeros(n), prefill_compute_s=np.full(n, 0.1), prefill_memory_s=np.full(n, 0.01),
+        prefill_fixed_s=np.zeros(n), decode_s=memory_s + 4e-4, prefill_s=np.full(n, 0.1004), cycle_s=memory_s + 4e-4,
+    )  # fmt: skip
+
+
+def test_a_pooled_profile_weighs_each_family_the_same_however_often_it_was_published():
+    """Twenty-four values of a family at 0.8 of peak bandwidth and nine of another at 0.4: value by value, the first family
+    pulls the pooled profile its way; with each family one stratum, the fit is the one of nine values each. A family of
+    one value weighs an eighth of one of MIN_VALUES (8) or more; the profile names the vendors behind its values."""
+    from planner.engine.family_fit import fit_families, stratum_weights
+
+    def pooled(a: int, b: int, strata: bool):
+        p = _decode_values([0.8] * a + [0.4] * b)
+        labels, chips, usable = np.array(["pooled other"] * (a + b)), np.array(["a"] * a + ["b"] * b), np.ones(a + b, dtype=bool)
+        return fit_families(p, labels, chips, usable, strata=np.array(["A other"] * a + ["B other"] * b) if strata else None)["pooled other"]
+
+    balanced, by_value, by_family = pooled(9, 9, False), pooled(24, 9, False), pooled(24, 9, True)
+    assert by_family.bandwidth_fraction == pytest.approx(balanced.bandwidth_fraction, rel=0.01)
+    assert by_family.step_overhead_s == pytest.approx(balanced.step_overhead_s, rel=0.01)
+    assert by_value.bandwidth_fraction > balanced.bandwidth_fraction * 1.1
+    assert by_family.vendors == ("A", "B") and by_value.vendors == () and by_family.values == 33
+    weights = stratum_weights(np.array(["A other"] * 30 + ["B other"]))
+    assert weights[-1] == pytest.approx(weights[:30].sum() / 8)
+    assert pooled(30, 1, True).vendors == ("A", "B")
+
+
+def test_a_chip_its_family_does_not_speak_for_takes_its_kinds_pooled_profile_where_its_vendor_was_measured(catalog, anonymous_client):
+    """Trainium3 (NeuronCore-v4) and Inferentia (v1): AWS's profile, fitted on NeuronCore-v2 and v3, does not transfer;
+    the pooled profile of the 'other' chips does (each architecture held out is predicted better than at the spec
+    defaults), and AWS is among the vendors it measured, so it speaks for them; Tenstorrent's Blackhole (the Wormhole's
+    six values are too few for a profile of Tenstorrent's own) and AMD's Zen 4 EPYC likewise. A vendor measured on no
+    chip of the kind (Cerebras, Qualcomm, SambaNova), or a kind measured on none (Groq's LPU), keeps the spec defaults;
+    a chip its own family's profile speaks for keeps that, and an NVIDIA GPU is left to the serving-engine profiles."""
+    from planner import catalog_specs
+
+    stored = catalog_specs.stored_family_profiles()
+    assert stored["pooled other"].transfers and not stored["AWS other"].transfers and "AWS" in stored["pooled other"].vendors
+    assert "Tenstorrent" in stored["pooled other"].vendors and "AMD" in stored["pooled cpu"].vendors and "Cerebras" not in stored["pooled other"].vendors
+    assert {"aws-trainium3", "aws-inferentia"}.isdisjoint(stored["pooled other"].chips)
+    source = _source(anonymous_client, "aws-trainium3")
+    assert source.startswith("fitted chip-family profile (pooled other") and "nothing measured on AWS's NeuronCore-v4" in source, source
+    assert _source(anonymous_client, "aws-inferentia").startswith("fitted chip-family profile (pooled other")
+    assert _source(anonymous_client, "apple-m4-max").startswith("fitted chip-family profile (Apple other")
+    assert _source(anonymous_client, "nvidia-a40") == "spec defaults"
+    assert _source(anonymous_client, "tenstorrent-blackhole-p150").startswith("fitted chip-family profile (pooled other")
+    assert _source(anonymous_client, "amd-epyc-9654").startswith("fitted chip-family profile (pooled cpu")
+    unmeasured = ("cerebras-wse-3", "qualcomm-cloud-ai-100-ultra", "sambanova-sn40l", "groq-lpu")
+    assert not {slug for slug, _ in catalog_specs.calibrations_for(unmeasured)}
+
+
+def test_a_chip_no_fitted_profile_speaks_for_gets_the_widest_intervals_and_says_so(catalog, anonymous_client):
+    def intervals(chip):
+        body = {"model": "llama-3.1-8b", "chip": chip, "prompt_tokens": 512, "output_tokens": 128, "batch": 1}
+        response = anonymous_client.post("/api/v1/estimates/", body, format="json")
+        assert response.status_code == 200, response.json()
+        answer = response.json()
+        return {figure: (band["high"] / band["low"], band["basis"]) for figure, band in answer["intervals"].items()}
+
+    pooled, unmeasured = intervals("aws-trainium3"), intervals("cerebras-wse-3")
+    for figure in ("ttft_s", "tpot_s"):
+        assert "no measurement of a other chip of this vendor" in unmeasured[figure][1], unmeasured[figure]
+        assert "held-out" in pooled[figure][1] and unmeasured[figure][0] > pooled[figure][0], (figure, pooled[figure], unmeasured[figure])
+
+
+def test_a_pooled_profile_speaks_for_the_chips_it_was_fitted_on_and_where_it_transfers_for_its_vendors(catalog):
+    from hwcatalog.models import Chip
+    from planner import catalog_specs
+
+    pool = FamilyProfile(compute_fraction=0.3, bandwidth_fraction=0.6, step_overhead_s=2e-3, values=20,
+                         chips=("tenstorrent-wormhole-n300", "aws-trainium"), vendors=("Tenstorrent",))  # fmt: skip
+    chips = Chip.objects.filter(slug__in=("tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150", "aws-trainium3"))
+    calibration = catalog_specs.family_calibration(chips, {"pooled other": pool})
+    assert {slug for slug, _ in calibration} == {"tenstorrent-wormhole-n300"}
+    transfers = dataclasses.replace(pool, transfers=True)
+    calibration = catalog_specs.family_calibration(chips, {"pooled other": transfers})
+    assert {slug for slug, _ in calibration} == {"tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150"}
+    assert calibration[("tenstorrent-blackhole-p150", "bf16")].bandwidth_fraction == pytest.approx(0.6)
+    # A device a worker probed states no architecture: not known to be a new one, it keeps the spec defaults.
+    probed = Chip.objects.get(slug="tenstorrent-blackhole-p150")
+    probed.architecture = ""
+    assert not catalog_specs.family_calibration([probed], {"pooled other": transfers})
+    # Its transfer test tries it on every vendor's chips (planner/accuracy.py).
+    calibration = catalog_specs.family_calibration(chips, {"pooled other": transfers}, measured_vendors_only=False)
+    assert {slug for slug, _ in calibration} == {"tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150", "aws-trainium3"}
