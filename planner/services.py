@@ -169,7 +169,9 @@ def band_basis(chip, engine: str | None) -> tuple[str, bool]:
     profile speaks for, none of them (uncertainty.UNMEASURED: the widest band, and it says so)."""
     if outside_silicon(chip):
         # A chip no fitted profile speaks for (no calibration, no chip-family profile) takes the widest band.
-        measured = any(slug == chip.slug for slug, _dtype in catalog_specs.calibrations_for([chip.slug]))
+        # (measured under the named engine: its variant slug's, engine_profiles.variant_slug)
+        mine = {chip.slug, variant_slug(chip.slug, engine)} if engine else {chip.slug}
+        measured = any(slug in mine for slug, _dtype in catalog_specs.calibrations_for([chip.slug]))
         return ("*" if measured else UNMEASURED), True
     under_family = fitted_family_under(chip.vendor, chip.kind, engine, stored_profiles()) in catalog_specs.stored_family_profiles()
     return (engine if profiled(engine, chip) or under_family else "*"), False
@@ -198,16 +200,22 @@ def prediction_intervals(values: dict[str, Any], *, chip: Chip, serving_engine: 
     return out
 
 
-def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None]) -> np.ndarray:
+def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None], memo: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """$/1M output tokens at the high end of each candidate's 80% interval (the band of its chip kind, serving
-    engine and serving mode; chips and the engines they are searched under per chip index of the search)."""
+    engine and serving mode; chips and the engines they are searched under per chip index of the search). `memo`
+    keeps each searched chip's factor per serving mode across a streamed search's chunks (band_basis reads the
+    chip's calibrations)."""
     serving = serving_for(result.results.context.disaggregated)
-    bases = [band_basis(c, e) for c, e in zip(chips, engines)]
-    factor = np.array([
-        (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=engine, bands=error_bands(),
-                                        serving=serving, outside_silicon=outside)) else 1.0)
-        for c, (engine, outside) in zip(chips, bases)
-    ])  # fmt: skip
+    factor = memo.get(serving) if memo is not None else None
+    if factor is None:
+        bases = [band_basis(c, e) for c, e in zip(chips, engines)]
+        factor = np.array([
+            (band.high if (band := interval(1.0, "usd_per_million_output_tokens", chip_kind=c.kind, engine=engine, bands=error_bands(),
+                                            serving=serving, outside_silicon=outside)) else 1.0)
+            for c, (engine, outside) in zip(chips, bases)
+        ])  # fmt: skip
+        if memo is not None:
+            memo[serving] = factor
     r = result.results
     high = served_cost_ratio(factor[r.grid.chip_index], served_share(r.served_output_tokens_per_s, r.output_tokens_per_s_total))
     return np.nan_to_num(result.usd_per_million_output_tokens * high, nan=np.inf)
@@ -477,10 +485,11 @@ def plan_search_run(
     # The band of an engine's fitted profile where it speaks for the chip, else the chip kind's over every engine (band_basis).
     searched_engines = [split_variant(s.slug)[1] for s in prepared.specs]
     pessimistic = data.get("rank_by") == "pessimistic"
+    factors: dict[str, np.ndarray] = {}  # each searched chip's pessimistic cost factor, worked out once (_pessimistic_cost)
     budget = data.get("budget_usd_per_million_output_tokens")
     streamed = search_streamed(
         catalog_specs.model_spec(prepared.model), prepared.specs, prepared.offering_specs, prepared.workload, prepared.options,
-        keep=PLAN_TOP_N, rank_key=(lambda r: _pessimistic_cost(r, searched_chips, searched_engines)) if pessimistic else None,
+        keep=PLAN_TOP_N, rank_key=(lambda r: _pessimistic_cost(r, searched_chips, searched_engines, factors)) if pessimistic else None,
         budget_usd_per_million_output_tokens=budget, on_progress=on_progress,
     )  # fmt: skip
     result = streamed.result  # over the kept candidates; streamed.kept maps them into the whole grid
@@ -497,7 +506,7 @@ def plan_search_run(
 
     ranked = result.ranked
     if pessimistic:
-        ranked = ranked[np.argsort(_pessimistic_cost(result, searched_chips, searched_engines)[ranked], kind="stable")]
+        ranked = ranked[np.argsort(_pessimistic_cost(result, searched_chips, searched_engines, factors)[ranked], kind="stable")]
     if budget is not None:
         ranked = ranked[result.usd_per_million_output_tokens[ranked] <= budget]
     top = [row(i) for i in ranked[:PLAN_TOP_N]]

@@ -341,3 +341,19 @@ def test_a_pooled_profile_speaks_for_the_chips_it_was_fitted_on_and_where_it_tra
     # Its transfer test tries it on every vendor's chips (planner/accuracy.py).
     calibration = catalog_specs.family_calibration(chips, {"pooled other": transfers}, measured_vendors_only=False)
     assert {slug for slug, _ in calibration} == {"tenstorrent-wormhole-n300", "tenstorrent-blackhole-p150", "aws-trainium3"}
+
+
+def test_a_calibration_measured_under_the_named_engine_counts_as_a_measurement_of_the_chip(catalog):
+    from hwcatalog.models import Chip
+    from planner import catalog_specs, services
+    from planner.engine.efficiency import FACTORS, default_efficiency
+    from planner.engine.uncertainty import UNMEASURED
+    from planner.models import Calibration
+
+    chip = Chip.objects.get(slug="cerebras-wse-3")
+    assert services.band_basis(chip, None) == (UNMEASURED, True) and services.band_basis(chip, "llama.cpp") == (UNMEASURED, True)
+    factors = {name: getattr(default_efficiency(catalog_specs.chip_spec(chip), "bf16"), name) for name in FACTORS}
+    Calibration.objects.create(chip_slug=chip.slug, weight_dtype="bf16", serving_engine="llama.cpp", version=1, active=True, run_count=2,
+                               **factors)  # fmt: skip
+    assert services.band_basis(chip, "llama.cpp") == ("*", True)  # its own runs under the engine speak for it
+    assert services.band_basis(chip, None) == (UNMEASURED, True)  # not for a request that names no engine

@@ -58,3 +58,16 @@ def test_a_cost_charged_to_a_rates_tokens_moves_only_where_the_capacity_falls_sh
     assert served_share(100.0, 1000.0) == pytest.approx(0.1) and served_share(None, 1000.0) == 1.0 and served_share(5.0, 0.0) == 1.0
     assert served_cost_ratio(np.array([0.8, 1.5, 20.0]), 0.1) == pytest.approx([1.0, 1.0, 2.0])
     assert served_cost_ratio(np.array([0.8, 1.5]), 1.0) == pytest.approx([0.8, 1.5])  # no rate: the band itself
+
+
+def test_a_streamed_plan_works_each_chips_pessimistic_factor_out_once_per_serving_mode(monkeypatch):
+    """band_basis reads the chip's calibrations; a streamed search ranks each chunk, so the factor is kept across them."""
+    calls = []
+    real = services.band_basis
+    monkeypatch.setattr(services, "band_basis", lambda chip, engine: calls.append(engine) or real(chip, engine))
+    chip, memo = SimpleNamespace(vendor="NVIDIA", kind="gpu"), {}
+    for _chunk in range(3):
+        cost = services._pessimistic_cost(_search_result(False), [chip], ["vLLM"], memo)
+    assert cost == pytest.approx(np.array([1.0, 2.0]) * np.exp(0.2)) and calls == ["vLLM"]
+    services._pessimistic_cost(_search_result(True), [chip], ["vLLM"], memo)
+    assert calls == ["vLLM", "vLLM"] and set(memo) == {"colocated", "disaggregated"}
