@@ -253,15 +253,11 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
         # It speaks beyond its chips only for a new architecture (a chip whose architecture the catalog states, not a device a
         # worker probed) of a vendor it measured (family_fit.FamilyProfile.vendors): a chip's efficiency is its vendor's
         # software stack's, which nothing measured on other vendors' chips shows.
-        measured_vendor = vendor_key(chip.vendor) in {vendor_key(v) for v in pool.vendors} if pool is not None else False
+        measured_vendor = name_key(chip.vendor or "") in {name_key(v) for v in pool.vendors} if pool is not None else False
         if pool is not None and (chip.slug in pool.chips or (pool.transfers and chip.architecture and (measured_vendor or not measured_vendors_only))):
             where = "" if chip.slug in pool.chips else f"; nothing measured on {chip.vendor}'s {chip.architecture or chip.slug}"
             write(chip, pooled_family(chip.kind), pool, f"{pool.label}{where}")
     return out
-
-
-def vendor_key(vendor: str | None) -> str:
-    return " ".join((vendor or "").split()).casefold()
 
 
 def calibrations_for(chip_slugs: Iterable[str]) -> dict[tuple[str, str], Efficiency]:
