@@ -196,12 +196,14 @@ def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measur
     predicts the held-out values with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers). Chips of
     one architecture speak for each other anyway (same_architecture), so only a profile fitted on two architectures or
     more can show that it carries to another."""
-    pools = np.array([pooled_family(r["chip_kind"]) if fitted_family(*r["family"].rsplit(" ", 1)) else "" for r in rows])
+    pools = np.array([pooled_family(r["chip_kind"]) if _on_unmeasured_silicon(r) else "" for r in rows])
     architecture_of = {c.slug: architecture_key(c.architecture) or c.slug for c in chips.values()}
     architectures = np.array([architecture_of.get(slug, slug) for slug in chip_slugs])
     profiles = {}
     for labels, usable, strata in ((families, fittable, None), (pools, fittable & (pools != ""), families)):
         fitted = fit_families(parts.take(mask), labels[mask], chip_slugs[mask], usable[mask], None if strata is None else strata[mask])
+        if strata is not None:  # a pool of one family is that family's profile under another name: it would speak for no chip
+            fitted = {pool: p for pool, p in fitted.items() if len(set(strata[mask & usable & (labels == pool)])) > 1}
         for family, profile in fitted.items():
             fitted[family] = dataclasses.replace(profile, transfers=_transfers(
                 family, profile, mask, rows, parts, labels, chip_slugs, usable, strata, architectures, architecture_of, measured, models,
@@ -302,7 +304,14 @@ def _speaks(profile: dict) -> str:
 def _outside_silicon(rows: list[dict]) -> list[dict]:
     """The predicted rows on chips the silicon file does not measure (every chip but NVIDIA's GPUs) whose metric an
     interval is reported for."""
-    return [r for r in rows if fitted_family(*r["family"].rsplit(" ", 1)) and r["metric"] in FIGURE_OF_MEASURED]
+    return [r for r in rows if _on_unmeasured_silicon(r) and r["metric"] in FIGURE_OF_MEASURED]
+
+
+def _on_unmeasured_silicon(row: dict) -> bool:
+    """Whether a predicted row's chip is one the silicon file does not measure (services.outside_silicon), read off
+    the row's family (family_fit.family_of: vendor and kind)."""
+    vendor, _, kind = row["family"].rpartition(" ")
+    return fitted_family(vendor, kind)
 
 
 def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:

@@ -307,6 +307,21 @@ def test_a_chip_its_family_does_not_speak_for_takes_its_kinds_pooled_profile_whe
     assert not {slug for slug, _ in catalog_specs.calibrations_for(unmeasured)}
 
 
+def test_a_kind_whose_chips_hold_one_fitted_family_gets_no_pooled_profile():
+    """A pool of one family is that family's profile under another name: fitted to the same values, passing or failing
+    the same transfer test, it could speak for no chip the family's own profile does not. The TPUs, all Google's, have
+    none; every pool the planner ships spans two vendors or more (the stored file is the command's output: the refit
+    test above)."""
+    from planner import catalog_specs
+    from planner.engine.family_fit import pooled_kind
+
+    stored = catalog_specs.stored_family_profiles()
+    pools = {family: profile for family, profile in stored.items() if pooled_kind(family)}
+    assert "Google tpu" in stored and "pooled tpu" not in pools
+    assert set(pools) == {"pooled cpu", "pooled gpu", "pooled other"}
+    assert all(len(profile.vendors) >= 2 for profile in pools.values())
+
+
 def test_a_chip_no_fitted_profile_speaks_for_gets_the_widest_intervals_and_says_so(catalog, anonymous_client):
     def intervals(chip):
         body = {"model": "llama-3.1-8b", "chip": chip, "prompt_tokens": 512, "output_tokens": 128, "batch": 1}
