@@ -45,7 +45,7 @@ from planner.engine.uncertainty import (
     save_bands,
     serving_of,
 )
-from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_under, stored_profiles, variant_slug
+from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_under, speaks_for, stored_profiles, variant_slug
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
@@ -283,8 +283,8 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
                 fold = _fit_with_transfer(~mask, rows, parts, families, chip_slugs, fittable, measured, models, chips)
                 calibration = calibration_of(fold)
                 predicted, _ = _csv_predict(measured, models, chips, calibration, only={r["id"] for r, m in zip(rows, mask) if m})
-                profiled = {slug for slug, _dtype in calibration}  # the chips a fitted profile of the fold speaks for
-                held_out += [{**r, "_profiled": r["chip"] in profiled} for r in _strip(predicted)]
+                # whether a fitted profile of the fold speaks for the row's chip (as services.band_basis asks it)
+                held_out += [{**r, "_profiled": speaks_for(calibration, r["chip"])} for r in _strip(predicted)]
             report["cv"][label] = {**summarize(held_out), "by_group": group_stats(held_out, key)}
             if key == "architecture":  # the bands a chip outside the silicon file takes assume nothing of its architecture measured
                 report["intervals"] = _chip_family_interval_check(held_out)

@@ -76,6 +76,14 @@ def variant_slug(chip_slug: str, engine: str) -> str:
     return f"{chip_slug}{VARIANT}{engine}"
 
 
+def speaks_for(calibration, chip_slug: str, engine: str | None = None) -> bool:
+    """Whether `calibration` (keyed by (chip slug, weight dtype): stored calibrations, or the fitted chip-family profiles'
+    catalog_specs.family_calibration) holds an efficiency of the chip in any dtype: keyed by its slug, or, with the named
+    `engine`, by its variant slug under it."""
+    mine = {chip_slug, variant_slug(chip_slug, engine)} if engine else {chip_slug}
+    return any(slug in mine for slug, _dtype in calibration)
+
+
 def measured_under(chip_slug: str, engine: str, weight_dtype: str, calibration) -> bool:
     """Whether `calibration` holds an efficiency measured under the engine on this chip (keyed by the chip's variant
     slug: a calibration of runs under the engine, or the chip-family profile of the chip's family under it,

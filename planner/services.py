@@ -51,6 +51,7 @@ from planner.engine_profiles import (
     profiled,
     readable,
     serving_engines,
+    speaks_for,
     split_variant,
     stored_profiles,
     variant_slug,
@@ -168,10 +169,9 @@ def band_basis(chip, engine: str | None) -> tuple[str, bool]:
     the spec defaults' over every engine ("*"); for a chip outside the silicon file that no calibration or chip-family
     profile speaks for, none of them (uncertainty.UNMEASURED: the widest band, and it says so)."""
     if outside_silicon(chip):
-        # A chip no fitted profile speaks for (no calibration, no chip-family profile) takes the widest band.
-        # (measured under the named engine: its variant slug's, engine_profiles.variant_slug)
-        mine = {chip.slug, variant_slug(chip.slug, engine)} if engine else {chip.slug}
-        measured = any(slug in mine for slug, _dtype in catalog_specs.calibrations_for([chip.slug]))
+        # A chip no fitted profile speaks for (no calibration, no chip-family profile; one measured under the named
+        # engine counts) takes the widest band.
+        measured = speaks_for(catalog_specs.calibrations_for([chip.slug]), chip.slug, engine)
         return ("*" if measured else UNMEASURED), True
     under_family = fitted_family_under(chip.vendor, chip.kind, engine, stored_profiles()) in catalog_specs.stored_family_profiles()
     return (engine if profiled(engine, chip) or under_family else "*"), False

@@ -25,7 +25,8 @@ MIN_VALUES in proportion to them; stratum_weights). It speaks for a chip outside
 defaults do; planner/accuracy.py), only for a vendor it measured (`vendors`: a chip's efficiency is its vendor's
 software stack's) and only for a chip whose architecture the catalog states (a new architecture, not a device a worker
 probed; planner/catalog_specs.py). The spec defaults stay for a vendor or a kind measured on no chip (Cerebras, Groq's
-LPU), and such a chip's intervals are the widest (uncertainty.interval, UNMEASURED).
+LPU), and such a chip's intervals are the widest (uncertainty.interval, UNMEASURED). A kind whose chips hold one fitted
+family has no pool: it would be that family's profile under another name (planner/accuracy.py fits none).
 
 As in fit.py, SciPy's least_squares minimises a soft-L1 loss of log(predicted / measured) on a surrogate
 that rescales each prediction's own parts; every error reported comes from the real engine.
