@@ -190,8 +190,9 @@ CSV_CV_GROUPS = (("chip", "chip"), ("architecture", "architecture"), ("engine", 
 
 
 def _fit_with_transfer(mask, rows, parts, families, chip_slugs, fittable, measured, models, chips) -> dict:
-    """Family profiles fitted to the values in `mask`, and each chip kind's pooled profile (family_fit.pooled_family:
-    every fitted value on the kind's chips outside the silicon file), each told whether it transfers to chips it was not
+    """Family profiles fitted to the values in `mask`, and the pooled profile of each chip kind whose chips there hold two
+    fitted families or more (family_fit.pooled_family: every fitted value on the kind's chips outside the silicon file),
+    each told whether it transfers to chips it was not
     fitted on: with the chips of each of its compute architectures held out in turn, the profile fitted on the rest
     predicts the held-out values with a lower MdAPE than the spec defaults (family_fit.FamilyProfile.transfers). Chips of
     one architecture speak for each other anyway (same_architecture), so only a profile fitted on two architectures or

@@ -234,11 +234,15 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
                 step_overhead_s=profile.step_overhead_s, source=f"{FAMILY_SOURCE} ({family}: {label})",
             )  # fmt: skip
 
+    # A chip's family is found by its vendor's name as the pools' vendors are (name_key: case and spacing aside), so a
+    # vendor spelled another way takes its family's profile, not the pool's.
+    by_key = {name_key(f): f for f in profiles}
     for chip in chips:
-        plain = family_of(chip.vendor, chip.kind)
+        plain = by_key.get(name_key(family_of(chip.vendor, chip.kind)), family_of(chip.vendor, chip.kind))
         # An engine family stands for an engine with no serving-engine profile; once the engine has one, that speaks.
         under = [(f, p) for f, p in profiles.items()
-                 if (engine := family_engine(f)) and f == engine_family(chip.vendor, chip.kind, engine) and engine not in profiled_engines]
+                 if (engine := family_engine(f)) and name_key(f) == name_key(engine_family(chip.vendor, chip.kind, engine))
+                 and engine not in profiled_engines]
         candidates = ([(plain, profiles.get(plain))] if fitted_family(chip.vendor, chip.kind) else []) + under
         spoke = False
         for family, profile in candidates:

@@ -306,24 +306,39 @@ def test_a_chip_its_family_does_not_speak_for_takes_its_kinds_pooled_profile_whe
     assert _source(anonymous_client, "nvidia-a40") == "spec defaults"
     assert _source(anonymous_client, "tenstorrent-blackhole-p150").startswith("fitted chip-family profile (pooled other")
     assert _source(anonymous_client, "amd-epyc-9654").startswith("fitted chip-family profile (pooled cpu")
+    assert "qualcomm-cloud-ai-100-ultra" in stored["pooled other"].chips and "Qualcomm" in stored["pooled other"].vendors
     assert _source(anonymous_client, "qualcomm-cloud-ai-100-ultra").startswith("fitted chip-family profile (pooled other")
     unmeasured = ("cerebras-wse-3", "sambanova-sn40l", "groq-lpu")
     assert not {slug for slug, _ in catalog_specs.calibrations_for(unmeasured)}
 
 
-def test_a_kind_whose_chips_hold_one_fitted_family_gets_no_pooled_profile():
+def test_a_kind_whose_chips_hold_one_fitted_family_gets_no_pooled_profile(catalog, capsys):
     """A pool of one family is that family's profile under another name: fitted to the same values, passing or failing
-    the same transfer test, it could speak for no chip the family's own profile does not. The TPUs, all Google's, have
-    none; every pool the planner ships spans two vendors or more (the stored file is the command's output: the refit
-    test above)."""
+    the same transfer test, it could speak for no chip the family's own profile does not. measured_dev.csv's chips
+    outside the silicon file are all Apple's, so its fit has Apple's profile and no pool; the TPUs of other_chips.csv,
+    all Google's, have none in the profiles the planner ships (the refit test above holds them to the command)."""
     from planner import catalog_specs
     from planner.engine.family_fit import pooled_kind
 
+    call_command("accuracy", str(OTHER_CHIPS.parents[2] / "tests" / "fixtures" / "measured_dev.csv"), "--fit", "--json")
+    fitted = {p["family"] for p in json.loads(capsys.readouterr().out)["fit"]["family_profiles"]}
+    assert "Apple other" in fitted and not any(pooled_kind(family) for family in fitted), fitted
     stored = catalog_specs.stored_family_profiles()
     pools = {family: profile for family, profile in stored.items() if pooled_kind(family)}
     assert "Google tpu" in stored and "pooled tpu" not in pools
     assert set(pools) == {"pooled cpu", "pooled gpu", "pooled other"}
-    assert all(len(profile.vendors) >= 2 for profile in pools.values())
+
+
+def test_a_chip_takes_its_familys_profile_whatever_the_case_of_its_vendors_name(catalog):
+    """The pools match a chip's vendor case and spacing aside (catalog_specs.name_key); so does the chip's own family,
+    or a chip whose vendor an operator typed "google" would fall past Google's profile."""
+    from hwcatalog.models import Chip
+    from planner import catalog_specs
+
+    chip = Chip.objects.get(slug="google-tpu-v7")
+    chip.vendor = "google "
+    calibration = catalog_specs.family_calibration([chip], catalog_specs.stored_family_profiles())
+    assert calibration[("google-tpu-v7", "bf16")].source.startswith("fitted chip-family profile (Google tpu")
 
 
 def test_a_chip_no_fitted_profile_speaks_for_gets_the_widest_intervals_and_says_so(catalog, anonymous_client):
