@@ -13,6 +13,7 @@ from typing import Any
 
 from hwcatalog.models import Chip, ModelArch
 from planner import catalog_specs
+from planner.accuracy_tables import speaks_for_words
 from planner.engine import absolute_percentage_error, group_stats, predict_measured, predict_metric, predict_row, read_measurements, summarize
 import numpy as np
 
@@ -29,8 +30,8 @@ from planner.engine.family_fit import (
     load_family_profiles,
     median_ape,
     pooled_family,
-    pooled_kind,
     save_family_profiles,
+    vendor_and_kind,
 )
 from planner.engine.fit import Parts, cv_folds, fit_profiles, load_profiles, profile_for, profiles_table, save_profiles
 from planner.engine.uncertainty import (
@@ -294,14 +295,6 @@ def _csv_fit_report(csv_path: Path, measured, models, chips, *, cv: bool, profil
     return report
 
 
-def _speaks(profile: dict) -> str:
-    """Which chips a fitted chip-family profile speaks for, in words (catalog_specs.family_calibration)."""
-    if pooled_kind(profile["family"]):
-        return ("speaks for these chips and its vendors' chips that no profile of their family speaks for" if profile["transfers"]
-                else "speaks for these chips")  # fmt: skip
-    return "speaks for the family" if profile["transfers"] else "speaks for these chips and their architecture"
-
-
 def _outside_silicon(rows: list[dict]) -> list[dict]:
     """The predicted rows on chips the silicon file does not measure (every chip but NVIDIA's GPUs) whose metric an
     interval is reported for."""
@@ -311,8 +304,7 @@ def _outside_silicon(rows: list[dict]) -> list[dict]:
 def _on_unmeasured_silicon(row: dict) -> bool:
     """Whether a predicted row's chip is one the silicon file does not measure (services.outside_silicon), read off
     the row's family (family_fit.family_of: vendor and kind)."""
-    vendor, _, kind = row["family"].rpartition(" ")
-    return fitted_family(vendor, kind)
+    return fitted_family(*vendor_and_kind(row["family"]))
 
 
 def _chip_family_interval_check(held_out: list[dict]) -> dict[str, Any]:
@@ -638,7 +630,7 @@ def format_report(report: dict[str, Any]) -> str:
         for p in report["fit"].get("family_profiles", []):
             lines.append(f"  {p['family']:14} compute {p['compute_fraction']:.3f}  bandwidth {p['bandwidth_fraction']:.3f}  step "
                          f"{p['step_overhead_s'] * 1e3:.3f} ms  ({p['values']} values on {', '.join(p['chips'])}; "
-                         f"{_speaks(p)})")  # fmt: skip
+                         f"speaks for {speaks_for_words(p)})")  # fmt: skip
         if "profiles" in report["fit"]:
             lines.append("serving-engine profiles fitted to this file (planner/engine/fit.py):")
         for p in report["fit"].get("profiles", []):

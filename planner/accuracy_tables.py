@@ -12,7 +12,18 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from planner.engine import group_stats
-from planner.engine.family_fit import POOLED_FAMILY
+from planner.engine.family_fit import pooled_kind
+
+# Why a profile that transfers speaks beyond the chips it was fitted on (planner/accuracy.py, _transfers).
+TRANSFER_REASON = "each architecture held out is predicted better than at the spec defaults"
+
+
+def speaks_for_words(profile: Mapping) -> str:
+    """Which chips a fitted chip-family profile (a report's `family_profiles` entry) speaks for, in words
+    (catalog_specs.family_calibration)."""
+    if pooled_kind(profile["family"]):
+        return "these chips, and a chip of their vendors that no profile of its family speaks for" if profile["transfers"] else "these chips"
+    return "the family" if profile["transfers"] else "these chips and the chips of their architecture"
 
 
 class MetricLabel(NamedTuple):
@@ -150,12 +161,7 @@ def _profiles(report: Mapping) -> list[str]:
         lines = ["The chip-family profiles fitted to the whole file (bf16 fractions; what `--profiles-out` writes):", "",
                  "| family | compute fraction | bandwidth fraction | step overhead | values | chips | speaks for |", "|---|---|---|---|---|---|---|"]  # fmt: skip
         for p in fit["family_profiles"]:
-            if p["family"].startswith(POOLED_FAMILY):
-                speaks = ("these chips, and a chip of their vendors that no profile of its family speaks for (each architecture held out is "
-                          "predicted better than at the spec defaults)" if p["transfers"] else "these chips")  # fmt: skip
-            else:
-                speaks = ("the family (each architecture held out is predicted better than at the spec defaults)" if p["transfers"]
-                          else "these chips and the chips of their architecture")  # fmt: skip
+            speaks = speaks_for_words(p) + (f" ({TRANSFER_REASON})" if p["transfers"] else "")
             lines.append(f"| {p['family']} | {p['compute_fraction']:.3f} | {p['bandwidth_fraction']:.3f} | {p['step_overhead_s'] * 1e3:.2f} ms | "
                          f"{p['values']:,} | {', '.join(p['chips'])} | {speaks} |")  # fmt: skip
         return [*lines, ""]

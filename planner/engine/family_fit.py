@@ -56,6 +56,12 @@ def family_of(vendor: str, kind: str) -> str:
     return f"{vendor} {kind}"
 
 
+def vendor_and_kind(family: str) -> tuple[str, str]:
+    """The vendor and chip kind a family name (family_of) is made of; a vendor's name may hold spaces, a kind none."""
+    vendor, _, kind = family.rpartition(" ")
+    return vendor, kind
+
+
 def serving_engine_family(vendor: str, kind: str) -> bool:
     """NVIDIA GPUs: the serving-engine profiles speak for them (fitted on NVIDIA's silicon measurements,
     planner/engine/fit.py); every other family has a chip-family profile here."""
@@ -246,7 +252,7 @@ def fit_families(p: FamilyParts, families: np.ndarray, chips: np.ndarray, fittab
             if strata is not None:
                 weights = stratum_weights(strata[mask])
                 names = np.unique(strata[mask])
-                vendors = sorted({str(name).rsplit(" ", 1)[0] for name in names})
+                vendors = sorted({vendor_and_kind(str(name))[0] for name in names})
             out[family] = fit_family(p.take(mask), chips[mask].tolist(), weights=weights, vendors=vendors)
     return out
 
