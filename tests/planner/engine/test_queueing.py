@@ -37,6 +37,27 @@ def test_the_closed_loop_rate_satisfies_littles_law():
     assert rate[0] * time_in_system(rate)[0] == pytest.approx(clients, rel=1e-6)
 
 
+def test_the_closed_loop_rate_is_found_in_a_few_evaluations_and_is_the_upper_end_where_the_loop_cannot_reach_it():
+    clients = np.array([1.0, 8.0, 64.0, 512.0, 8.0])
+    service = np.array([0.05, 0.05, 0.05, 0.01, 0.05])
+    # The third loop runs near the server's capacity (64 clients, 20 prompts/s at most); the last one's clients pause
+    # 1,000 s between requests, 0.008 requests/s, and its bracket ends below that.
+    rest = np.array([2.0, 2.0, 2.0, 30.0, 1e3])
+    upper = np.array([20.0, 20.0, 20.0, 100.0, 0.004])  # capacity, where the wait is infinite, but for the last
+    calls = []
+
+    def time_in_system(x):
+        calls.append(1)
+        return rest + md1_wait_s(seen_share(clients) * x * service, service)
+
+    rate = closed_loop_rate(clients, time_in_system, upper=upper)
+    assert rate[:4] * time_in_system(rate)[:4] == pytest.approx(clients[:4], rel=1e-10)
+    assert rate[:4] == pytest.approx(md1_closed_loop_rate(clients, rest, service, np.ones(5))[:4], rel=1e-10)
+    assert rate[2] > 0.9 * upper[2]
+    assert rate[4] == 0.004
+    assert len(calls) <= 30 + 1  # halving the brackets to the same tolerance takes about 40
+
+
 def test_the_closed_form_m_d_1_loop_rate_matches_bisection_and_a_loop_of_one_never_waits():
     clients, service, rest = 64.0, 0.05, 2.0
     seen = seen_share(clients)
