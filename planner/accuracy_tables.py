@@ -43,17 +43,30 @@ SILICON_CV = ("engine", "chip", "model family")
 MISSES_PER_METRIC = 8
 MISSES_HEADER = "| metric | id | engine | chip | measured | predicted | predicted / measured |"
 CONCURRENCY_BANDS = ((1, 4), (5, 32), (33, 256), (257, None))
+REPLICA_BANDS = ((1, 16), (17, 64), (65, 128), (129, 256), (257, None))
+
+
+def _band(value: float | None, bands) -> tuple[int, str] | None:
+    """The band a value falls in, ranked from the lowest, and its label."""
+    if value is None:
+        return None
+    for rank, (low, high) in enumerate(bands):
+        if high is None or value <= high:
+            return rank, (f"{low:,}-{high:,}" if high else f"{low:,} and more")
+    return None
 
 
 def concurrency_band(row: Mapping) -> tuple[int, str] | None:
     """The row's closed-loop concurrency band, ranked from the lowest."""
-    c = row.get("concurrency")
-    if c is None:
+    return _band(row.get("concurrency"), CONCURRENCY_BANDS)
+
+
+def replica_band(row: Mapping) -> tuple[int, str] | None:
+    """A colocated row's sequences per attention replica (its concurrency over its attention replicas), banded; None
+    for a disaggregated row, whose decode workers the columns mostly leave out."""
+    if row.get("mode") != "agg" or row.get("concurrency") is None:
         return None
-    for rank, (low, high) in enumerate(CONCURRENCY_BANDS):
-        if high is None or c <= high:
-            return rank, (f"{low:,}-{high:,}" if high else f"{low:,} and more")
-    return None
+    return _band(row["concurrency"] / max(row.get("attention_data_parallel") or 1, 1), REPLICA_BANDS)
 
 
 def _missing(value: float | None) -> bool:
@@ -214,7 +227,8 @@ def markdown_report(report: Mapping[str, Any]) -> str:
     out += _coverage(report, silicon=silicon)
     slices: tuple[tuple[str, Any], ...] = (("engine", "engine"), ("chip", "chip"))
     if silicon:
-        slices += (("serving mode", "mode"), ("model family", "family"), ("weights", "weight_dtype"), ("concurrency", concurrency_band))
+        slices += (("serving mode", "mode"), ("model family", "family"), ("weights", "weight_dtype"), ("concurrency", concurrency_band),
+                   ("sequences per attention replica, colocated", replica_band))  # fmt: skip
     else:
         slices = (("chip kind", "chip_kind"), *slices, ("chip family", "family"))
     fitted = "In-sample, fitted" if _fitted(report) else "As predicted"
