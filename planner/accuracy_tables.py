@@ -42,31 +42,35 @@ METRIC_LABELS = {
 SILICON_CV = ("engine", "chip", "model family")
 MISSES_PER_METRIC = 8
 MISSES_HEADER = "| metric | id | engine | chip | measured | predicted | predicted / measured |"
-CONCURRENCY_BANDS = ((1, 4), (5, 32), (33, 256), (257, None))
-REPLICA_BANDS = ((1, 16), (17, 64), (65, 128), (129, 256), (257, None))
+# Each band: its upper end (included; None for the last) and its label.
+Bands = tuple[tuple[float | None, str], ...]
+CONCURRENCY_BANDS: Bands = ((4, "1-4"), (32, "5-32"), (256, "33-256"), (None, "257 and more"))
+REPLICA_BANDS: Bands = ((16, "up to 16"), (64, "16-64"), (128, "64-128"), (256, "128-256"), (None, "over 256"))
 
 
-def _band(value: float | None, bands) -> tuple[int, str] | None:
-    """The band a value falls in, ranked from the lowest, and its label."""
+def _banded(value: float | None, bands: Bands) -> tuple[int, str] | None:
+    """The band a value falls in (the first whose upper end it does not pass), ranked from the lowest, and its label."""
     if value is None:
         return None
-    for rank, (low, high) in enumerate(bands):
+    for rank, (high, label) in enumerate(bands):
         if high is None or value <= high:
-            return rank, (f"{low:,}-{high:,}" if high else f"{low:,} and more")
+            return rank, label
     return None
 
 
 def concurrency_band(row: Mapping) -> tuple[int, str] | None:
     """The row's closed-loop concurrency band, ranked from the lowest."""
-    return _band(row.get("concurrency"), CONCURRENCY_BANDS)
+    return _banded(row.get("concurrency"), CONCURRENCY_BANDS)
 
 
 def replica_band(row: Mapping) -> tuple[int, str] | None:
-    """A colocated row's sequences per attention replica (its concurrency over its attention replicas), banded; None
-    for a disaggregated row, whose decode workers the columns mostly leave out."""
+    """A colocated row's clients per attention replica, banded: its concurrency over its attention replicas as the
+    planner reads the layout (`attention_data_parallel` of the row's estimate: a published TP that does not divide the
+    heads read as attention DP, a squared expert layout as the node's GPUs; planner/engine/silicon.py). None for a
+    disaggregated row, whose decode workers the columns mostly leave out."""
     if row.get("mode") != "agg" or row.get("concurrency") is None:
         return None
-    return _band(row["concurrency"] / max(row.get("attention_data_parallel") or 1, 1), REPLICA_BANDS)
+    return _banded(row["concurrency"] / max(row.get("attention_data_parallel") or 1, 1), REPLICA_BANDS)
 
 
 def _missing(value: float | None) -> bool:
@@ -228,7 +232,7 @@ def markdown_report(report: Mapping[str, Any]) -> str:
     slices: tuple[tuple[str, Any], ...] = (("engine", "engine"), ("chip", "chip"))
     if silicon:
         slices += (("serving mode", "mode"), ("model family", "family"), ("weights", "weight_dtype"), ("concurrency", concurrency_band),
-                   ("sequences per attention replica, colocated", replica_band))  # fmt: skip
+                   ("clients per attention replica, colocated (a band includes its upper end)", replica_band))  # fmt: skip
     else:
         slices = (("chip kind", "chip_kind"), *slices, ("chip family", "family"))
     fitted = "In-sample, fitted" if _fitted(report) else "As predicted"

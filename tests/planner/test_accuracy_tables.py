@@ -33,14 +33,16 @@ def test_concurrency_bands_are_listed_from_the_lowest_not_alphabetically():
     assert list(group_stats(rows, "id")) == ["2", "512", "64", "8"]  # a plain key's groups in the order of their names
 
 
-def test_a_colocated_row_is_banded_by_its_sequences_per_attention_replica_and_a_disaggregated_row_is_left_out():
+def test_a_colocated_row_is_banded_by_its_clients_per_attention_replica_and_a_disaggregated_row_is_left_out():
     rows = [_row("agg-tp", "tpot_s", 0.02, 0.02, mode="agg", concurrency=512, attention_data_parallel=1),
             _row("agg-adp", "tpot_s", 0.02, 0.02, mode="agg", concurrency=512, attention_data_parallel=8),
             _row("small", "tpot_s", 0.02, 0.02, mode="agg", concurrency=16, attention_data_parallel=None),
+            _row("between", "tpot_s", 0.02, 0.02, mode="agg", concurrency=33, attention_data_parallel=2),
             _row("disagg", "tpot_s", 0.02, 0.02, mode="disagg", concurrency=4096, attention_data_parallel=1)]  # fmt: skip
-    # 512 sequences on one replica; 512 over eight attention replicas is 64 a replica.
-    assert [replica_band(r) for r in rows] == [(4, "257 and more"), (1, "17-64"), (0, "1-16"), None]
-    assert {group: stats["tpot_s"]["count"] for group, stats in group_stats(rows, replica_band).items()} == {"1-16": 1, "17-64": 1, "257 and more": 1}
+    # 512 clients on one replica; 512 over eight attention replicas is 64 a replica, the 16-64 band's upper end; 16.5 is
+    # past 16.
+    assert [replica_band(r) for r in rows] == [(4, "over 256"), (1, "16-64"), (0, "up to 16"), (1, "16-64"), None]
+    assert {group: stats["tpot_s"]["count"] for group, stats in group_stats(rows, replica_band).items()} == {"up to 16": 1, "16-64": 2, "over 256": 1}
 
 
 def test_the_tables_lead_with_the_held_out_figures_and_list_the_largest_misses():

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from planner.engine import Deployment, Workload, estimate
-from planner.engine.serving import closed_loop_rate, erlang_c, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, pool_closed_loop, seen_share, serving_metrics
+from planner.engine.serving import (closed_loop_rate, erlang_c, in_step_wait_s, md1_closed_loop_rate, md1_wait_s, mdc_wait_s, pool_closed_loop,
+                                    seen_share, serving_metrics)
 from planner.engine.specs import Scheduler
 
 from .factories import h100_sxm, llama_3_1_8b
@@ -55,7 +56,48 @@ def test_the_closed_loop_rate_is_found_in_a_few_evaluations_and_is_the_upper_end
     assert rate[:4] == pytest.approx(md1_closed_loop_rate(clients, rest, service, np.ones(5))[:4], rel=1e-10)
     assert rate[2] > 0.9 * upper[2]
     assert rate[4] == 0.004
-    assert len(calls) <= 30 + 1  # halving the brackets to the same tolerance takes about 40
+    assert len(calls) <= 30 + 1  # halving the brackets to the same tolerance takes about 55
+
+
+def test_the_closed_loop_rate_broadcasts_and_survives_an_undefined_end_a_jump_and_no_clients():
+    def steady(x):
+        return 2.0 + md1_wait_s(0.05 * x, np.full_like(x, 0.05))
+
+    # One upper end for three loops, as bisection broadcast it.
+    rates = closed_loop_rate(np.array([1.0, 8.0, 64.0]), steady, upper=np.array([20.0]))
+    assert rates.shape == (3,) and rates * steady(rates) == pytest.approx([1.0, 8.0, 64.0], rel=1e-12)
+    # Every round in step: the wave's wait times an infinite steady wait is not a number at capacity, which is taken
+    # as over the clients there, not as a bracket that never closes.
+    wave = closed_loop_rate(8.0, lambda x: 2.0 + in_step_wait_s(md1_wait_s(0.05 * x, np.full_like(x, 0.05)), 0.3, 1.0), upper=np.array([20.0]))
+    assert wave[0] == pytest.approx(8.0 / 2.3, rel=1e-12)
+    # A time in system that jumps (1 s below 3 requests/s, 100 s above): the clients' rate is the jump.
+    jump = closed_loop_rate(8.0, lambda x: np.where(x < 3.0, 1.0, 100.0), upper=np.array([20.0]))
+    assert jump[0] == pytest.approx(3.0, rel=1e-12)
+    assert closed_loop_rate(np.array([0.0, 8.0]), steady, upper=np.array([20.0, 20.0]))[0] == 0.0
+
+
+def test_a_replica_of_one_attention_rank_holds_no_prompt_for_the_others_and_one_of_four_does():
+    def served(ranks: float, timeout_steps: float, share: float = 0.0):
+        return serving_metrics(concurrency=np.array([64.0]), replicas=np.array([1.0]), batch_per_replica=np.array([64.0]),
+                               chips_per_replica=np.array([4.0]), prefill_one_s=np.array([0.05]),
+                               prefill_batched_per_prompt_s=np.array([0.04]), token_time_s=np.array([0.02]),
+                               first_token_extra_s=np.array([0.0]), needs_prefill=True, delivered_tokens=256.0,
+                               request_rate_per_s=None, disaggregated=False, closed_loop=True, clients=64.0,
+                               prefill_tokens=np.array([1000.0]), attention_data_parallel=ranks, in_step_share=share,
+                               balance_timeout_steps=timeout_steps)  # fmt: skip
+
+    for share in (0.0, 0.3):
+        alone, timed = served(1.0, 0.0, share), served(1.0, 60.0, share)
+        assert timed.ttft_s == pytest.approx(alone.ttft_s, rel=1e-12)
+        assert timed.output_tokens_per_s_total == pytest.approx(alone.output_tokens_per_s_total, rel=1e-12)
+    assert served(4.0, 60.0).ttft_s[0] > served(4.0, 0.0).ttft_s[0]  # four ranks: a prompt waits for the others
+
+
+def test_a_closed_loop_rate_at_zero_closes_within_1e_30_of_the_brackets_end():
+    # A time in system that is infinite everywhere is over the clients at any rate: the rate is as near zero as the
+    # bracket's floor lets it be.
+    rate = closed_loop_rate(8.0, lambda x: np.full_like(x, np.inf), upper=np.array([20.0]))
+    assert 0.0 < rate[0] <= 20.0 * 1e-30
 
 
 def test_the_closed_form_m_d_1_loop_rate_matches_bisection_and_a_loop_of_one_never_waits():
