@@ -197,7 +197,7 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                 raise ValueError("--range-ratio reads a silicon file's lengths; this file states its own")
             handle.seek(0)
             rows = list(csv.DictReader(handle))
-    values, unpredicted = [], []
+    values, unpredicted, first_rounds = [], [], []
     for row in rows:
         try:
             if row.get("refused"):
@@ -211,6 +211,9 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
             unpredicted.append({"id": row["id"], "reason": str(exc), "source": row["source"]})
             continue
         simulated = {"ttft": result.ttft, "tpot": result.tpot}
+        first = first_round(row, mean_s=float(result.ttft.mean), p50_s=float(result.ttft.p50))
+        if first is not None:
+            first_rounds.append({"id": row["id"], "engine": row["engine"], "chip": data["chip"].slug, **first})
         for metric in METRICS:
             for p in PERCENTILES:
                 measured_ms = _float(row.get(f"{metric}_{p}_ms", ""))
@@ -225,7 +228,20 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                     "serving_engine_profile": data["serving_engine"] if profiled(data["serving_engine"], data["chip"]) else None,
                     "notes": notes, "source": row["source"],
                 })  # fmt: skip
-    return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values)}
+    return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values), "first_rounds": first_rounds}
+
+
+def first_round(row: dict[str, str], *, mean_s: float, p50_s: float) -> dict[str, float] | None:
+    """A closed loop's first round read off its mean and median TTFT: its clients start together, so the first of its
+    R = requests / clients rounds is a wave, and if every later request sat at the median, each first-round request
+    waited (mean - p50) x R beyond it. The same of the simulated loop (`mean_s`, `p50_s`) says how much of that the
+    simulated wave holds; None for a row that is not a closed loop of several rounds with a published mean and median."""
+    mean, p50 = _float(row.get("ttft_mean_ms", "")), _float(row.get("ttft_p50_ms", ""))
+    clients, requests = _float(row.get("concurrency", "")), _float(row.get("requests", ""))
+    if (row.get("arrival") or "").strip() != "closed_loop" or None in (mean, p50, clients, requests) or not 0 < clients < requests:
+        return None
+    rounds = requests / clients
+    return {"clients": clients, "rounds": rounds, "published_excess_s": (mean - p50) / 1e3 * rounds, "simulated_excess_s": (mean_s - p50_s) * rounds}
 
 
 # A silicon row's closed loop runs this many requests per client: the harness behind published closed-loop
@@ -314,6 +330,29 @@ def format_simulation_accuracy(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _first_round_table(first_rounds: list[dict[str, Any]]) -> list[str]:
+    """The closed loops' first rounds by study and chip (first_round): medians over the rows."""
+    if not first_rounds:
+        return []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in first_rounds:
+        groups.setdefault((f["id"].split("-")[0], f["chip"]), []).append(f)
+    lines = ["", "The closed loops' first round (`first_round`): each first-round request's wait beyond the median TTFT, "
+             "(mean - p50) x requests per client, if every later request sat at the median; published and simulated, "
+             "medians over the rows of a study and chip (negative where the mean sits below the median: no first-round wait "
+             "to read):", "",
+             "| study | chip | rows | clients | published, s | simulated, s | published beyond simulated, s |", "|---|---|---:|---|---:|---:|---:|"]  # fmt: skip
+    for (study, chip), rows in sorted(groups.items()):
+        clients = sorted({int(f["clients"]) for f in rows})
+        published = _median([f["published_excess_s"] for f in rows])
+        simulated = _median([f["simulated_excess_s"] for f in rows])
+        beyond = _median([f["published_excess_s"] - f["simulated_excess_s"] for f in rows])
+        span = f"{clients[0]}" if clients[0] == clients[-1] else f"{clients[0]}-{clients[-1]}"
+        cells = " | ".join(f"{round(x, 2) + 0.0:.2f}" for x in (published, simulated, beyond))  # + 0.0: no "-0.00"
+        lines.append(f"| {study} | {chip} | {len(rows)} | {span} | {cells} |")
+    return lines
+
+
 def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
     """docs/accuracy.md's tables: the summary, then every published percentile with its simulation, then the rows not simulated."""
     lines = ["| percentile | MdAPE | TTFT | TPOT |", "|---|---|---|---|"]
@@ -338,6 +377,7 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
         kind = f" ({v['tpot_kind']})" if v["metric"] == "tpot" and v["tpot_kind"] and v["tpot_kind"] != "tpot" else ""
         lines.append(f"| {v['id']} | {v['engine']} | {v['chip']} | {v['metric']}{kind} {v['percentile']} | {v['measured_s'] * 1e3:.1f} | "
                      f"{v['predicted_s'] * 1e3:.1f} | {v['ape']:.0f} |")  # fmt: skip
+    lines += _first_round_table(report.get("first_rounds") or [])
     if report["unpredicted"]:
         lines += ["", "Not simulated:", ""]
         lines += [f"- {u['id']}: {u['reason']}" for u in report["unpredicted"]]

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from planner.engine.simulation import SchedulerOptions
-from planner.simulation_accuracy import resolve_chip, row_scheduler
+from planner.simulation_accuracy import first_round, resolve_chip, row_scheduler
 
 COLUMNS = ("id source source_detail engine engine_version model_hf_id chip chip_count tensor_parallel weight_dtype kv_dtype max_sequences "
            "token_budget memory_fraction prefill_alone arrival rate_per_s "
@@ -58,6 +58,18 @@ def test_every_row_is_simulated_or_listed_with_its_reason(catalog, tmp_path, cap
     assert report["summary"]["p50"]["count"] == 6 and report["summary"]["p99"]["count"] == 3
     call_command("simaccuracy", str(path))
     assert "3 of 6 rows simulated" in capsys.readouterr().out
+
+
+def test_a_closed_loops_first_round_is_read_off_its_mean_and_median_ttft():
+    # InferenceX's MI300X row at 4 clients: 40 requests, ten rounds; mean 449.55 ms over a median of 167.28 ms.
+    row = {"arrival": "closed_loop", "concurrency": "4", "requests": "40", "ttft_mean_ms": "449.55", "ttft_p50_ms": "167.28"}
+    first = first_round(row, mean_s=0.2, p50_s=0.19)
+    assert first["rounds"] == 10.0
+    assert first["published_excess_s"] == pytest.approx((0.44955 - 0.16728) * 10)  # 2.82 s a first-round request
+    assert first["simulated_excess_s"] == pytest.approx(0.1)
+    assert first_round({**row, "arrival": "poisson"}, mean_s=0.2, p50_s=0.19) is None  # no first round to read
+    assert first_round({**row, "requests": "4"}, mean_s=0.2, p50_s=0.19) is None  # one round: it is all first round
+    assert first_round({**row, "ttft_mean_ms": ""}, mean_s=0.2, p50_s=0.19) is None
 
 
 def test_a_rows_server_columns_are_its_scheduler_knobs_and_empty_ones_the_engines_defaults():
