@@ -238,7 +238,8 @@ def family_calibration(chips: Iterable[Chip], profiles: dict[str, FamilyProfile]
     # vendor spelled another way takes its family's profile, not the pool's.
     by_key = {name_key(f): f for f in profiles}
     for chip in chips:
-        plain = by_key.get(name_key(family_of(chip.vendor, chip.kind)), family_of(chip.vendor, chip.kind))
+        spelled = family_of(chip.vendor, chip.kind)
+        plain = by_key.get(name_key(spelled), spelled)
         # An engine family stands for an engine with no serving-engine profile; once the engine has one, that speaks.
         under = [(f, p) for f, p in profiles.items()
                  if (engine := family_engine(f)) and name_key(f) == name_key(engine_family(chip.vendor, chip.kind, engine))

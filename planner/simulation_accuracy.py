@@ -241,7 +241,8 @@ def first_round(row: dict[str, str], *, mean_s: float, p50_s: float) -> dict[str
     if (row.get("arrival") or "").strip() != "closed_loop" or None in (mean, p50, clients, requests) or not 0 < clients < requests:
         return None
     rounds = requests / clients
-    return {"clients": clients, "rounds": rounds, "published_excess_s": (mean - p50) / 1e3 * rounds, "simulated_excess_s": (mean_s - p50_s) * rounds}
+    return {"clients": clients, "rounds": rounds, "published_excess_s": (mean - p50) / 1e3 * rounds,
+            "simulated_excess_s": (mean_s - p50_s) * rounds}
 
 
 # A silicon row's closed loop runs this many requests per client: the harness behind published closed-loop
@@ -330,13 +331,18 @@ def format_simulation_accuracy(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _study(row_id: str) -> str:
+    """The study a row belongs to: its id's first word (serving_percentiles.csv's ids: study-model-chip-...)."""
+    return row_id.split("-")[0]
+
+
 def _first_round_table(first_rounds: list[dict[str, Any]]) -> list[str]:
     """The closed loops' first rounds by study and chip (first_round): medians over the rows."""
     if not first_rounds:
         return []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for f in first_rounds:
-        groups.setdefault((f["id"].split("-")[0], f["chip"]), []).append(f)
+        groups.setdefault((_study(f["id"]), f["chip"]), []).append(f)
     lines = ["", "The closed loops' first round (`first_round`): each first-round request's wait beyond the median TTFT, "
              "(mean - p50) x requests per client, if every later request sat at the median; published and simulated, "
              "medians over the rows of a study and chip (negative where the mean sits below the median: no first-round wait "
@@ -365,7 +371,7 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
               "| study | p50 TTFT | p50 TPOT | p99 TTFT | p99 TPOT |", "|---|---|---|---|---|"]
     studies: dict[str, dict[tuple[str, str], list[dict]]] = {}
     for v in report["values"]:
-        studies.setdefault(v["id"].split("-")[0], {}).setdefault((v["percentile"], v["metric"]), []).append(v)
+        studies.setdefault(_study(v["id"]), {}).setdefault((v["percentile"], v["metric"]), []).append(v)
     for study, by in sorted(studies.items()):
         if not any(p in ("p50", "p99") for p, _ in by):
             continue  # a study that publishes neither (NIM's unlabelled means)

@@ -127,9 +127,9 @@ def closed_loop_rate(clients: ArrayLike, time_in_system, upper: ArrayLike, itera
     stays at or below the clients there) the rate is `upper`. A time in system that is not a number counts as
     short (not over the clients), except at `upper` itself, which is taken as over. The bracket narrows by regula
     falsi with the Illinois modification (an end kept twice counts for half, so both ends close in: ten to twenty
-    evaluations on the silicon file's loops where bisection took sixty), by halving where a value is not finite (a wait at capacity) or
-    where two steps did not halve the bracket (a time in system that jumps), down to 1e-30 of `upper` for a root
-    at zero."""
+    evaluations on the silicon file's loops where bisection took sixty), by halving where a value is not finite (a
+    wait at capacity) or where two steps did not halve the bracket (a time in system that jumps), down to 1e-30 of
+    `upper` for a root at zero."""
     shape = np.broadcast_shapes(np.shape(upper), np.shape(clients))
     high = np.array(np.broadcast_to(np.asarray(upper, dtype=float), shape))
     target = np.broadcast_to(np.asarray(clients, dtype=float), shape)
@@ -354,10 +354,10 @@ def serving_metrics(
     def balance_hold(requests_per_s, in_flight_per_replica, busy, routed=False):
         if not holds:
             return np.zeros_like(tpot)
-        ranks = ranks_per_replica
         step = token_time_s if engine_step_s is None else engine_step_s
         return balance_hold_s(rate_per_replica=requests_per_s / replicas, step_s=step, timeout_steps=balance_timeout_steps,
-                              ranks=ranks, sequences_per_rank=in_flight_per_replica / ranks, busy=busy, routed=routed)  # fmt: skip
+                              ranks=ranks_per_replica, sequences_per_rank=in_flight_per_replica / ranks_per_replica, busy=busy,
+                              routed=routed)  # fmt: skip
 
     if looped:
         admitted = np.minimum(concurrency, clients)
