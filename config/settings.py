@@ -401,6 +401,12 @@ FLEET_INLINE_MAX_CANDIDATES = env_int("FLEET_INLINE_MAX_CANDIDATES", 100_000, mi
 FLEET_KEEP_PER_CLASS = env_int("FLEET_KEEP_PER_CLASS", 60, minimum=1)
 # HiGHS stops one solve here and keeps its best fleet (the result says its MIP gap).
 FLEET_SOLVE_TIME_LIMIT_S = env_int("FLEET_SOLVE_TIME_LIMIT_S", 20, minimum=1)
+# A plan runs up to 3 + limits + chips solves; the candidate search and all of them together keep within this, inside a
+# request (under gunicorn's 30 s timeout; a fleet the solver finds no answer for in that time goes to a worker)
+# and on a worker (under its task's soft time limit, PLAN_TASK_SOFT_TIME_LIMIT_S): the fleet gets at most half, and what no
+# time is left for is skipped and named in the results (skipped_analyses).
+FLEET_INLINE_TIME_BUDGET_S = env_int("FLEET_INLINE_TIME_BUDGET_S", 20, minimum=1)
+FLEET_TASK_TIME_BUDGET_S = env_int("FLEET_TASK_TIME_BUDGET_S", 240, minimum=1)
 
 # --- Serving simulations (planner.simulation_services, planner/tasks.py; docs/simulation.md) ----
 # One simulation draws or uploads at most this many requests (10,000 take ~0.3 s on one core).
@@ -413,6 +419,11 @@ SIMULATION_INLINE_MAX_REQUESTS = env_int("SIMULATION_INLINE_MAX_REQUESTS", 5_000
 # ...and of at most this many prompt + output tokens in all (steps grow with tokens when batches are
 # small); one simulation may carry at most SIMULATION_MAX_TOKENS.
 SIMULATION_INLINE_MAX_TOKENS = env_int("SIMULATION_INLINE_MAX_TOKENS", 5_000_000, minimum=0)
+# ...and runs there within this many forwards in all (its replicas, pools, swept rates, a plan's candidates): past them it
+# goes to the workers. The steps, not the tokens, set the time (2-8 us a step on one core, so about 1-4 s at most): a
+# block-diffusion answer of one token runs steps_per_block forwards, a token budget of 1 a forward per prompt token. The
+# benchmark's 10,000 requests take 28,201 forwards. At most the scheduler's own cap on one schedule, 50 M.
+SIMULATION_INLINE_MAX_STEPS = env_int("SIMULATION_INLINE_MAX_STEPS", 500_000, minimum=0, maximum=50_000_000)
 SIMULATION_MAX_TOKENS = env_int("SIMULATION_MAX_TOKENS", 100_000_000, minimum=1)
 # A plan simulates at most top_n x requests in all.
 SIMULATION_MAX_PLAN_REQUESTS = env_int("SIMULATION_MAX_PLAN_REQUESTS", 400_000, minimum=1)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -109,8 +111,11 @@ class Chip(Sourced):
         return {dtype: value for dtype, value in peaks.items() if value}
 
     def ridge_point_flops_per_byte(self, dtype: str = "bf16") -> float | None:
+        """Peak FLOP/s over memory bandwidth; None without that peak, or where a row stored before the values' lower
+        bounds (validation.MIN_BANDWIDTH) makes it no finite number."""
         peak = self.peak_flops_per_s().get(dtype)
-        return peak / self.memory_bandwidth_bytes_per_s if peak else None
+        ridge = peak / self.memory_bandwidth_bytes_per_s if peak and self.memory_bandwidth_bytes_per_s else None
+        return ridge if ridge is not None and math.isfinite(ridge) else None
 
 
 class ServingEngine(Sourced):

@@ -42,6 +42,34 @@ class ChipSerializer(_RuleValidated):
     def get_ridge_point_bf16_flops_per_byte(self, chip: Chip) -> float | None:
         return chip.ridge_point_flops_per_byte("bf16")
 
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        # A name that finds two chips finds neither for certain (the accuracy command and the importers look chips up by
+        # slug or alias, case aside). Another chip's slug given as this one's is the slug field's own 400 (unique).
+        # Only the names this write gives are checked: a row stored before the rule can still be updated.
+        kept = {name for name in getattr(self.instance, "aliases", None) or () if isinstance(name, str)}
+        given = [name for name in attrs.get("aliases") or () if isinstance(name, str) and name not in kept]
+        slug = attrs.get("slug") if attrs.get("slug") != getattr(self.instance, "slug", None) else None
+        if not given and not slug:
+            return attrs
+        slugs, other_aliases = _other_chip_names(self.instance)
+        clashes = sorted({name for name in given if name.lower() in slugs | other_aliases})
+        if clashes:
+            raise serializers.ValidationError({"aliases": f"Already another chip's slug or alias: {', '.join(clashes)}."})
+        if isinstance(slug, str) and slug.lower() in other_aliases:
+            raise serializers.ValidationError({"slug": f"{slug!r} is already another chip's alias."})
+        return attrs
+
+
+def _other_chip_names(chip: Chip | None) -> tuple[set[str], set[str]]:
+    """Every other chip's slugs and aliases, lower-cased."""
+    slugs: set[str] = set()
+    aliases: set[str] = set()
+    for slug, names in Chip.objects.exclude(pk=getattr(chip, "pk", None)).values_list("slug", "aliases"):
+        slugs.add(slug.lower())
+        aliases.update(name.lower() for name in names or () if isinstance(name, str))
+    return slugs, aliases
+
 
 class OfferingSerializer(_RuleValidated):
     rules = staticmethod(validate_offering)
@@ -108,6 +136,8 @@ class HfConfigImportSerializer(StrictSerializer):
             raise serializers.ValidationError(str(exc)) from None
 
     def validate(self, attrs):
+        if "config_file" in attrs and "config" in attrs:
+            raise serializers.ValidationError({"config": "Send a config.json once: as `config_file` (upload) or as `config`, not both."})
         config = attrs.get("config_file", attrs.get("config"))
         if config is None:
             raise serializers.ValidationError({"config": "Send a config.json as `config_file` (upload) or `config` (JSON object)."})

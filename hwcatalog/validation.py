@@ -17,6 +17,11 @@ MAX_CONTEXT_TOKENS = 100_000_000
 MAX_BYTES = 1e16
 MAX_FLOPS = 1e19
 MAX_BANDWIDTH = 1e17  # a wafer-scale chip's SRAM streams ~2e16 B/s (Cerebras WSE-3: 21 PB/s)
+# Lower bounds no real part goes near (the catalog's least: 230 MB of memory, 54 GB/s, 2.6 TFLOP/s, a 16 GB/s
+# link): a positive but vanishing value would divide into infinities (a ridge point, a step time) that JSON cannot carry.
+MIN_BYTES = 1e6
+MIN_BANDWIDTH = 1e8
+MIN_FLOPS = 1e9
 
 Errors = dict[str, str]
 
@@ -24,7 +29,7 @@ Errors = dict[str, str]
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9.\-]*$"
 
 
-def _positive(errors: Errors, data: Mapping[str, Any], field: str, *, maximum: float, required: bool) -> None:
+def _positive(errors: Errors, data: Mapping[str, Any], field: str, *, maximum: float, required: bool, minimum: float = 0.0) -> None:
     value = data.get(field)
     if value is None:
         if required:
@@ -34,6 +39,8 @@ def _positive(errors: Errors, data: Mapping[str, Any], field: str, *, maximum: f
         errors[field] = "Must be a number."
     elif not value > 0:
         errors[field] = "Must be greater than zero."
+    elif value < minimum:
+        errors[field] = f"Must be at least {minimum:g}."
     elif value > maximum:
         errors[field] = f"Must be at most {maximum:g}."
 
@@ -241,15 +248,15 @@ CHIP_OTHER_PEAK_FIELDS = ("peak_fp16_acc16_flops_per_s",)
 
 def validate_chip(data: Mapping[str, Any]) -> Errors:
     errors: Errors = {}
-    _positive(errors, data, "memory_capacity_bytes", maximum=MAX_BYTES, required=True)
-    _positive(errors, data, "memory_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=True)
+    _positive(errors, data, "memory_capacity_bytes", maximum=MAX_BYTES, required=True, minimum=MIN_BYTES)
+    _positive(errors, data, "memory_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=True, minimum=MIN_BANDWIDTH)
     for field in (*CHIP_PEAK_FIELDS, *CHIP_OTHER_PEAK_FIELDS):
-        _positive(errors, data, field, maximum=MAX_FLOPS, required=False)
+        _positive(errors, data, field, maximum=MAX_FLOPS, required=False, minimum=MIN_FLOPS)
     acc16, fp16 = data.get("peak_fp16_acc16_flops_per_s"), data.get("peak_fp16_flops_per_s")
     if acc16 and "peak_fp16_acc16_flops_per_s" not in errors and not (isinstance(fp16, (int, float)) and 0 < fp16 <= acc16):
         errors["peak_fp16_acc16_flops_per_s"] = ["The FP16-accumulate peak needs the chip's fp16 peak, and is at least that."]
     _positive(errors, data, "on_chip_sram_bytes", maximum=MAX_BYTES, required=False)
-    _positive(errors, data, "link_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=False)
+    _positive(errors, data, "link_bandwidth_bytes_per_s", maximum=MAX_BANDWIDTH, required=False, minimum=MIN_BANDWIDTH)
     _positive(errors, data, "link_latency_s", maximum=1.0, required=False)
     _positive(errors, data, "chips_per_node", maximum=100_000, required=False)
     _positive(errors, data, "cores", maximum=100_000, required=False)

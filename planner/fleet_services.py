@@ -258,6 +258,7 @@ def result_json(prepared: PreparedFleet, candidates: list[Candidate], result: Fl
         "single_chip_fleets": [{"chip_slug": x.chip_slug, "usd_total": x.usd_total, "reason": x.reason} for x in result.single_types],
         "rent_or_buy": [dataclasses.asdict(r) for r in _rent_or_buy(prepared, {c.chip_slug for c in candidates})],
         "infeasible_because": list(result.infeasible_because),
+        "skipped_analyses": list(result.skipped),
         "horizon": {"months": months, "growth": list(horizon.growth), "hourly_shape": list(horizon.shape)},
         "candidates": counts,
         "solver": {"name": SOLVER, "variables": s.variables, "constraints": s.constraints, "mip_gap": s.mip_gap, "solve_seconds": s.seconds,
@@ -271,7 +272,7 @@ def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], res
     class's peak rate in the first month (Poisson arrivals, FLEET_CHECK_REQUESTS requests, the class's
     lengths, its batch per replica as max_num_seqs): p95 TTFT and TPOT against the class's SLOs (docs/simulation.md).
     A check, not a re-plan: the capacity the program used is the planner's estimate."""
-    from planner.engine.simulation import SchedulerOptions, SimulationWorkload, Slos
+    from planner.engine.simulation import SchedulerOptions, SimulationWorkload, Slos, StepBudgetSpent, step_budget
     from planner.engine.simulation.workload import Arrivals, Lengths
     from planner.simulation_services import Setup, SimulationRefused, percentile_checks, row_max_sequences, simulate_setup
 
@@ -300,9 +301,13 @@ def _simulation_checks(prepared: PreparedFleet, candidates: list[Candidate], res
                                           output=Lengths.fixed(rc.output_tokens), seed=1)  # fmt: skip
             slos = Slos(ttft_s=rc.ttft_slo_s, tpot_s=rc.tpot_slo_s)
             cap = row_max_sequences({"batch": d["batch"], "replicas": d.get("data_parallel_replicas")})  # max_num_seqs bounds one replica
-            sim, _ = simulate_setup(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=cap))
+            with step_budget(settings.SIMULATION_INLINE_MAX_STEPS):
+                sim, _ = simulate_setup(setup, workload, slos=slos, options=SchedulerOptions(max_sequences=cap))
         except SimulationRefused as exc:
             checks[a.candidate] = {"error": str(exc)}
+            continue
+        except StepBudgetSpent:
+            checks[a.candidate] = {"error": f"not checked: more than {settings.SIMULATION_INLINE_MAX_STEPS:,} simulated forwards"}
             continue
         _, meets, misses = percentile_checks(sim, slo_percentiles)
         checks[a.candidate] = json_safe({
@@ -324,12 +329,17 @@ def _rent_or_buy(prepared: PreparedFleet, chip_slugs: set[str]):
     return rent_or_buy(offerings, tdp)
 
 
-def fleet_compute(prepared: PreparedFleet, *, on_progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """The FleetPlan fields a plan fills: results, candidate count, first month's cost, catalog snapshot."""
+def fleet_compute(
+    prepared: PreparedFleet, *, on_progress: Callable[[int, int], None] | None = None, budget_s: float | None = None
+) -> dict[str, Any]:
+    """The FleetPlan fields a plan fills: results, candidate count, first month's cost, catalog snapshot. `budget_s`: the
+    seconds its solves may take in all (engine.fleet.fleet_plan; None: each its FLEET_SOLVE_TIME_LIMIT_S)."""
     started = time.perf_counter()
     candidates, counts = fleet_candidates(prepared, on_progress=on_progress)
     candidate_seconds = time.perf_counter() - started
-    result = fleet_plan(prepared.classes, candidates, prepared.limits, prepared.horizon, time_limit_s=settings.FLEET_SOLVE_TIME_LIMIT_S)
+    solve_budget_s = None if budget_s is None else max(budget_s - candidate_seconds, 1.0)  # the search spent the rest
+    result = fleet_plan(prepared.classes, candidates, prepared.limits, prepared.horizon, time_limit_s=settings.FLEET_SOLVE_TIME_LIMIT_S,
+                        budget_s=solve_budget_s)  # fmt: skip
     providers = {o.slug: o.provider for o in prepared.search.offerings}
     results = result_json(prepared, candidates, result, counts, candidate_seconds=candidate_seconds, providers=providers)
     if prepared.simulate and result.solution.solved:
@@ -360,18 +370,20 @@ def _record(data: dict[str, Any], raw_inputs: dict[str, Any], user) -> dict[str,
 
 @transaction.atomic
 def fleet_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None, inline: bool | None = None) -> FleetPlan:
-    """Plan and store a FleetPlan; over settings.FLEET_INLINE_MAX_CANDIDATES configurations (or inline=False)
-    it is stored queued and sent, after commit, to a worker. FleetRefused (nothing stored) for a request
-    that is too large, or, planned inline, for limits no fleet meets (naming the binding one)."""
+    """Plan and store a FleetPlan; over settings.FLEET_INLINE_MAX_CANDIDATES configurations (or inline=False), or
+    where planned inline the solver found no fleet in the request's time budget (FLEET_INLINE_TIME_BUDGET_S), it is
+    stored queued and sent, after commit, to a worker. FleetRefused (nothing stored) for a request that is too large,
+    or, planned inline, for limits no fleet meets (naming the binding one)."""
     prepared = fleet_prepare(data=data)
     if inline is None:
         inline = prepared.candidates <= settings.FLEET_INLINE_MAX_CANDIDATES
     record = _record(data, raw_inputs, user)
     if inline:
-        outcome = fleet_compute(prepared)
-        if "error" in outcome["results"]:
-            raise FleetRefused(outcome["results"]["error"], field=outcome["results"]["error_field"])
-        return FleetPlan.objects.create(**record, **outcome, status=FleetPlan.Status.DONE, progress=1.0, finished_at=timezone.now())
+        outcome = fleet_compute(prepared, budget_s=settings.FLEET_INLINE_TIME_BUDGET_S)
+        if outcome["results"]["status"] != "failed":  # "failed": the request's time ran out before any fleet; a worker has more
+            if "error" in outcome["results"]:
+                raise FleetRefused(outcome["results"]["error"], field=outcome["results"]["error_field"])
+            return FleetPlan.objects.create(**record, **outcome, status=FleetPlan.Status.DONE, progress=1.0, finished_at=timezone.now())
     fleet = FleetPlan.objects.create(**record, candidate_count=prepared.candidates, catalog_snapshot=_snapshot(prepared),
                                      status=FleetPlan.Status.QUEUED, progress=0.0)  # fmt: skip
     transaction.on_commit(lambda: _send(fleet))
@@ -408,7 +420,8 @@ def fleet_execute(*, fleet_id: str) -> str:
         if not serializer.is_valid():
             run_fail(FleetPlan, fleet_id, f"the request is no longer valid against the catalog: {serializer.errors}")
             return "failed"
-        outcome = fleet_compute(fleet_prepare(data=serializer.validated_data), on_progress=progress)
+        outcome = fleet_compute(fleet_prepare(data=serializer.validated_data), on_progress=progress,
+                                budget_s=settings.FLEET_TASK_TIME_BUDGET_S)  # fmt: skip
     except SoftTimeLimitExceeded:
         run_fail(FleetPlan, fleet_id, f"the fleet plan ran past its time limit ({settings.PLAN_TASK_SOFT_TIME_LIMIT} s); narrow it")
         return "failed"

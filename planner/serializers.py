@@ -301,7 +301,12 @@ class EstimateInputSerializer(WorkloadSerializer):
             check_context(attrs["model"], attrs)
         _check_decoding(attrs["model"], attrs["decoding"])
         tp, count = attrs["tensor_parallel"], attrs["chip_count"]
-        pp = attrs.get("pipeline_parallel", 1) * attrs["attention_data_parallel"]  # the other degrees of a replica
+        stages, layers = attrs.get("pipeline_parallel", 1), attrs["model"].num_layers
+        if stages > layers:  # a stage holds whole layers
+            raise serializers.ValidationError(
+                {"pipeline_parallel": f"{stages} stages for {attrs['model'].slug}'s {layers} layers; a stage holds at least one."}
+            )
+        pp = stages * attrs["attention_data_parallel"]  # the other degrees of a replica
         if tp != "auto":
             if attrs["model"].num_attention_heads % tp and not _pads_heads(attrs["model"], attrs["chip"]):
                 raise serializers.ValidationError(
@@ -312,6 +317,11 @@ class EstimateInputSerializer(WorkloadSerializer):
         if attrs.get("offering") and attrs["offering"].chip_id != attrs["chip"].id:
             raise serializers.ValidationError({"offering": f"{attrs['offering'].slug} prices {attrs['offering'].chip.slug}, not {attrs['chip'].slug}."})
         return attrs
+
+
+def _decoding_key(decoding: dict) -> tuple:
+    """What tells two validated decodings apart: every field, a catalog row by its key."""
+    return tuple(sorted((name, getattr(value, "pk", None) or repr(value)) for name, value in decoding.items()))
 
 
 def _pads_heads(model: ModelArch, chip: Chip) -> bool:
@@ -331,6 +341,19 @@ class HardwareFilterSerializer(StrictSerializer):
     pricing_models = serializers.ListField(child=serializers.ChoiceField(choices=PRICING_MODELS), required=False, max_length=4)
     ownership = serializers.ChoiceField(choices=["any", "rent", "own"], default="any")
     weight_dtypes = serializers.ListField(child=serializers.ChoiceField(choices=DTYPES), required=False, max_length=7, min_length=1)
+
+    # A value given twice counts once, as a chip does: a repeat would search and rank every configuration twice.
+    def validate_kinds(self, value):
+        return list(dict.fromkeys(value))
+
+    def validate_vendors(self, value):
+        return list(dict.fromkeys(value))
+
+    def validate_pricing_models(self, value):
+        return list(dict.fromkeys(value))
+
+    def validate_weight_dtypes(self, value):
+        return list(dict.fromkeys(value))
 
 
 # A plan's tag: a short label, stored lower case so a filter finds it however it was typed.
@@ -396,6 +419,11 @@ class PlanInputSerializer(PlanLabelsSerializer):
         check_context(model, attrs["workload"])
         if not attrs.get("decodings"):
             attrs["decodings"] = [DecodingSerializer().to_internal_value({"method": _default_method(model)})]
+        # A decoding given twice counts once: a repeat would evaluate and rank every configuration twice.
+        unique: dict[tuple, dict] = {}
+        for decoding in attrs["decodings"]:
+            unique.setdefault(_decoding_key(decoding), decoding)
+        attrs["decodings"] = list(unique.values())
         for decoding in attrs["decodings"]:
             _check_decoding(model, decoding, field="decodings")
         attrs["hardware"] = attrs.get("hardware") or HardwareFilterSerializer().to_internal_value({})

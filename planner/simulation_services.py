@@ -4,7 +4,8 @@ candidates of the analytical ranking and re-ranks them by simulated cost per tok
 percentile SLOs.
 
 Where it runs: at most settings.SIMULATION_INLINE_MAX_REQUESTS simulated requests (a plan's stage:
-top_n x requests) run inside the request; more is stored queued and run by workers
+top_n x requests) run inside the request, and there within settings.SIMULATION_INLINE_MAX_STEPS forwards in all
+(the engine's step_budget: the tokens alone do not bound the steps); more is stored queued and run by workers
 (planner/tasks.py run_simulation), a plan's stage as one task per candidate, so more workers finish
 sooner; the last candidate to finish re-ranks the plan and marks it done.
 
@@ -46,11 +47,13 @@ from planner.engine.simulation import (
     SimulationResult,
     SimulationWorkload,
     Slos,
+    StepBudgetSpent,
     latency_cdf,
     mean_lengths,
     rate_sweep,
     simulate,
     simulate_disaggregated,
+    step_budget,
     step_cost_for,
 )
 from planner.engine_profiles import variant_slug
@@ -284,8 +287,14 @@ def simulation_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=
         passes = 1 + len((data.get("sweep") or {}).get("rates_per_s", ()))  # the workload as given, then each swept rate
         inline = _small(passes * record["request_count"], passes * workload_tokens(data["engine_workload"]))
     if inline:
-        return SimulationRun.objects.create(**record, results=simulation_compute(data=data), status=SimulationRun.Status.DONE, progress=1.0,
-                                            finished_at=timezone.now())  # fmt: skip
+        try:
+            with step_budget(settings.SIMULATION_INLINE_MAX_STEPS):
+                results = simulation_compute(data=data)
+        except StepBudgetSpent:  # more forwards than a request may run: a worker runs it
+            pass
+        else:
+            return SimulationRun.objects.create(**record, results=results, status=SimulationRun.Status.DONE, progress=1.0,
+                                                finished_at=timezone.now())  # fmt: skip
     _check_simulable(data)  # refused now with a 400, not later on the worker
     run = SimulationRun.objects.create(**record, status=SimulationRun.Status.QUEUED, progress=0.0)
     transaction.on_commit(lambda: _send(run.pk))
@@ -499,13 +508,17 @@ def plan_simulation_stage(prepared, *, data: dict[str, Any], results: dict[str, 
     tokens = workload_tokens(_stage_inputs(inputs)[0])
     passes = len(top) * (1 + len((inputs["simulation"].get("sweep") or {}).get("rates_per_s", ())))
     if not _small(passes * inputs["simulation"]["requests"], passes * tokens):
-        return {**results, "simulation": {"status": "pending", "candidates": len(top), "done": 0, "mode": "tasks", "started_at": time.time()}}
+        return _pending(results, len(top))
     started = time.perf_counter()
     simulated, seen = {}, {}
-    for rank, row in enumerate(top, start=1):
-        key = _candidate_key(row)  # rows that differ only in what the simulation does not read simulate once
-        simulated[rank] = seen[key] if key in seen else candidate_simulate(prepared, data=data, inputs=inputs, row=row)
-        seen[key] = simulated[rank]
+    try:
+        with step_budget(settings.SIMULATION_INLINE_MAX_STEPS):  # every candidate's forwards together
+            for rank, row in enumerate(top, start=1):
+                key = _candidate_key(row)  # rows that differ only in what the simulation does not read simulate once
+                simulated[rank] = seen[key] if key in seen else candidate_simulate(prepared, data=data, inputs=inputs, row=row)
+                seen[key] = simulated[rank]
+    except StepBudgetSpent:  # more forwards than a request may run: the workers simulate the stage
+        return _pending(results, len(top))
     return plan_rerank(results, simulated, inputs=inputs, mode="inline", wall_seconds=time.perf_counter() - started)
 
 
@@ -525,6 +538,11 @@ def _raw_stage(data: dict[str, Any]) -> dict[str, Any]:
         "simulation": PlanSimulationSerializer(data["simulation"]).data,
         "slo_percentiles": PercentileSlosSerializer(data["slo_percentiles"]).data if data.get("slo_percentiles") else None,
     }
+
+
+def _pending(results: dict[str, Any], candidates: int) -> dict[str, Any]:
+    """The plan's results with its simulation stage marked for the workers."""
+    return {**results, "simulation": {"status": "pending", "candidates": candidates, "done": 0, "mode": "tasks", "started_at": time.time()}}
 
 
 def plan_simulation_pending(outcome: dict[str, Any]) -> bool:

@@ -16,6 +16,11 @@ from dataclasses import dataclass
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 TRACE_FORMATS = ("csv", "jsonl")
 MAX_TOKENS = 1e9  # per request and column; a model's context is checked after reading
+# Arrivals up to ten years in: past it a trace's duration and every rate over it stop meaning anything (1e308 s divides
+# the served tokens into denormals).
+MAX_ARRIVAL_S = 315_576_000.0
+# Columns that are not the trace's own are named in the results' notes, at most this many.
+MAX_NAMED_IGNORED = 20
 
 
 class TraceError(ValueError):
@@ -82,6 +87,9 @@ def _csv_rows(text: str, max_rows: int) -> tuple[list[tuple[int, dict]], tuple[s
     except csv.Error as exc:
         raise TraceError(f"is not CSV: {exc}", line=1) from None
     names = [h.strip() for h in header]
+    repeated = [c for c in TRACE_COLUMNS if names.count(c) > 1]
+    if repeated:
+        raise TraceError(f"the header names {', '.join(repeated)} more than once; name each column once", line=1)
     missing = [c for c in TRACE_COLUMNS if c not in names]
     if missing:
         raise TraceError(f"the header must name {', '.join(TRACE_COLUMNS)}; missing {', '.join(missing)} (got {', '.join(names) or 'nothing'})",
@@ -100,7 +108,7 @@ def _csv_rows(text: str, max_rows: int) -> tuple[list[tuple[int, dict]], tuple[s
             rows.append((line, {c: cells[i].strip() for c, i in index.items()}))
     except csv.Error as exc:
         raise TraceError(f"is not CSV: {exc}", line=reader.line_num) from None
-    return rows, tuple(n for n in names if n not in TRACE_COLUMNS)
+    return rows, _named(n for n in names if n not in TRACE_COLUMNS)
 
 
 def _jsonl_rows(text: str, max_rows: int) -> tuple[list[tuple[int, dict]], tuple[str, ...]]:
@@ -111,7 +119,7 @@ def _jsonl_rows(text: str, max_rows: int) -> tuple[list[tuple[int, dict]], tuple
         if len(rows) >= max_rows:
             raise _too_many(line, max_rows)
         try:
-            value = json.loads(raw, parse_constant=_no_constant)
+            value = json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_once_each)
         except (ValueError, RecursionError) as exc:
             raise TraceError(f"is not a JSON object: {exc}", line=line) from None
         if not isinstance(value, dict):
@@ -121,7 +129,24 @@ def _jsonl_rows(text: str, max_rows: int) -> tuple[list[tuple[int, dict]], tuple
                 raise TraceError("is missing", line=line, column=column)
         ignored.update(str(k) for k in value if k not in TRACE_COLUMNS)
         rows.append((line, {c: value[c] for c in TRACE_COLUMNS}))
-    return rows, tuple(sorted(ignored))
+    return rows, _named(sorted(ignored))
+
+
+def _named(ignored) -> tuple[str, ...]:
+    """The columns a trace carries beside its own, in order, the first MAX_NAMED_IGNORED by name and the rest counted."""
+    names = list(dict.fromkeys(ignored))
+    if len(names) <= MAX_NAMED_IGNORED:
+        return tuple(names)
+    return (*names[:MAX_NAMED_IGNORED], f"and {len(names) - MAX_NAMED_IGNORED:,} more")
+
+
+def _once_each(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are each given once (json keeps the last of a repeated key in silence)."""
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise ValueError(f"names {', '.join(repeated)} more than once")
+    return dict(pairs)
 
 
 def _no_constant(name: str):
@@ -141,9 +166,9 @@ def _as_float(value, *, line: int, column: str, rule: str) -> float:
 
 
 def _number(value, *, line: int, column: str) -> float:
-    rule = "a finite number of seconds >= 0"
+    rule = f"a number of seconds from 0 to {MAX_ARRIVAL_S:.0f} (ten years)"
     number = _as_float(value, line=line, column=column, rule=rule)
-    if number < 0:
+    if not 0 <= number <= MAX_ARRIVAL_S:
         raise TraceError(f"must be {rule}, got {value!r}", line=line, column=column)
     return number
 

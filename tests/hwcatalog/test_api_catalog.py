@@ -86,6 +86,10 @@ def test_a_staff_session_can_write(staff_client):
         ({"kind": "quantum"}, "kind"),
         ({"memory_capacity_bytes": 10**30}, "memory_capacity_bytes"),
         ({"slug": "Not A Slug!"}, "slug"),
+        # positive but vanishing: the ridge point would be 5e314 FLOP/byte, no JSON number, and the chip list a 500 for everyone
+        ({"memory_bandwidth_bytes_per_s": 1e-300}, "memory_bandwidth_bytes_per_s"),
+        ({"peak_bf16_flops_per_s": 1e-300}, "peak_bf16_flops_per_s"),
+        ({"memory_capacity_bytes": 1}, "memory_capacity_bytes"),
     ],
 )
 def test_a_bad_chip_gets_400_naming_the_field(catalog_token_client, change, field):
@@ -93,6 +97,39 @@ def test_a_bad_chip_gets_400_naming_the_field(catalog_token_client, change, fiel
     assert response.status_code == 400
     assert field in response.json()
     assert not Chip.objects.filter(slug=NEW_CHIP["slug"]).exists()
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"aliases": ["h100_sxm"]}, "aliases"),  # the H100 SXM's name: a name finds one chip
+    ({"aliases": ["NVIDIA-B200"]}, "aliases"),  # another chip's slug, case aside
+    ({"slug": "gb200"}, "slug"),  # the GB200's alias
+])  # fmt: skip
+def test_a_chip_named_as_another_is_named_is_a_400(catalog, catalog_token_client, change, field):
+    response = catalog_token_client.post("/api/v1/chips/", {**NEW_CHIP, **change}, format="json")
+    assert response.status_code == 400 and field in response.json()
+    assert not Chip.objects.filter(vendor="Acme").exists()
+
+
+def test_the_chip_list_stays_readable_and_a_chip_keeps_its_own_aliases_on_update(catalog, catalog_token_client, anonymous_client):
+    assert catalog_token_client.patch("/api/v1/chips/nvidia-h100-sxm/", {"aliases": ["h100_sxm", "h100"]}, format="json").status_code == 200
+    assert anonymous_client.get("/api/v1/chips/", {"page_size": 500}).status_code == 200
+    clash = catalog_token_client.patch("/api/v1/chips/nvidia-h200-sxm/", {"aliases": ["H100"]}, format="json")
+    assert clash.status_code == 400 and "H100" in clash.json()["aliases"][0]
+
+
+@pytest.mark.parametrize("query, parameter", [
+    ({"page": "0"}, "page"), ({"page": "-1"}, "page"), ({"page": "1e3"}, "page"), ({"page": "two"}, "page"),
+])  # fmt: skip
+def test_a_bad_page_is_a_400_naming_it(catalog, anonymous_client, query, parameter):
+    response = anonymous_client.get("/api/v1/chips/", query)
+    assert response.status_code == 400 and parameter in response.json()
+
+
+def test_a_page_past_the_last_is_not_found_and_last_is_the_last(catalog, anonymous_client):
+    assert anonymous_client.get("/api/v1/chips/", {"page": "9999"}).status_code == 404
+    assert anonymous_client.get("/api/v1/chips/", {"page": "87178291199"}).status_code == 404  # any whole number: past the last
+    last = anonymous_client.get("/api/v1/chips/", {"page": "last", "page_size": 500})
+    assert last.status_code == 200 and last.json()["count"] == Chip.objects.count()
 
 
 def test_a_partial_update_that_breaks_a_rule_is_refused(catalog, catalog_token_client):

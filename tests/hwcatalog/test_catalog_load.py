@@ -158,9 +158,9 @@ def test_a_bad_data_file_loads_nothing(db, tmp_path):
     for folder in ("chips", "models", "offerings"):
         (tmp_path / folder).mkdir()
     (tmp_path / "chips" / "x.yaml").write_text(
-        "- {slug: good-chip, vendor: X, name: Good, kind: gpu, memory_capacity_bytes: 1000, memory_bandwidth_bytes_per_s: 1.0e+9,"
+        "- {slug: good-chip, vendor: X, name: Good, kind: gpu, memory_capacity_bytes: 1.0e+9, memory_bandwidth_bytes_per_s: 1.0e+9,"
         " peak_bf16_flops_per_s: 1.0e+12, as_of: 2024-01-01, sources: [x]}\n"
-        "- {slug: bad-chip, vendor: X, name: Bad, kind: gpu, memory_capacity_bytes: 1000, memory_bandwidth_bytes_per_s: 0,"
+        "- {slug: bad-chip, vendor: X, name: Bad, kind: gpu, memory_capacity_bytes: 1.0e+9, memory_bandwidth_bytes_per_s: 0,"
         " peak_bf16_flops_per_s: 1.0e+12, as_of: 2024-01-01, sources: [x]}\n"
     )
     with pytest.raises(Exception, match="memory_bandwidth_bytes_per_s"):

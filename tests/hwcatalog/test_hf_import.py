@@ -116,6 +116,15 @@ def test_a_bad_config_gets_400_naming_the_field_and_stores_nothing(catalog_token
     assert not ModelArch.objects.filter(slug="bad-one").exists()
 
 
+def test_a_config_sent_twice_gets_400_and_stores_nothing(catalog_token_client):
+    text = (FIXTURES / "mixtral-8x7b.json").read_text()
+    upload = io.BytesIO(text.encode())
+    upload.name = "config.json"
+    response = catalog_token_client.post("/api/v1/models/import/", {"slug": "twice", "config_file": upload, "config": text}, format="multipart")
+    assert response.status_code == 400 and "config" in response.json()
+    assert not ModelArch.objects.filter(slug="twice").exists()
+
+
 def test_a_file_that_is_not_json_gets_400(catalog_token_client):
     upload = io.BytesIO(b"\x89PNG not json at all")
     upload.name = "config.json"

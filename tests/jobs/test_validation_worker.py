@@ -76,7 +76,8 @@ def test_a_cpu_decode_trial_runs_on_a_worker_and_calibrates_the_next_estimate(cl
         assert estimate["efficiency_source"] == "calibration v1 (1 runs)"
     else:
         assert calibration is None, f"a run spread {body['measured']['tpot_spread']:.0%} calibrated the chip"
-        assert estimate["efficiency_source"] == "spec defaults"
+        # what speaks for the chip without a calibration: its spec defaults, or its chip-family profile (a Xeon's)
+        assert not estimate["efficiency_source"].startswith("calibration"), estimate["efficiency_source"]
 
 
 def test_a_worker_killed_mid_trial_leaves_its_run_requeued_not_running(client_and_plan):

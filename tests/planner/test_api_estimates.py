@@ -97,6 +97,7 @@ def test_a_chosen_offering_prices_only_that_offering(catalog, anonymous_client):
         ({"batch": 0}, "batch"),
         ({"batch": "lots"}, "batch"),
         ({"tensor_parallel": 3}, "tensor_parallel"),
+        ({"pipeline_parallel": 64, "chip_count": 64}, "pipeline_parallel"),  # 64 stages for Llama-3.1-8B's 32 layers
         ({"chip_count": 3, "tensor_parallel": 2}, "chip_count"),
         ({"weight_dtype": "fp7"}, "weight_dtype"),
         ({"decoding": {"method": "diffusion"}}, "decoding"),

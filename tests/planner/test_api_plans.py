@@ -13,6 +13,16 @@ CHAT_70B = {
 }
 
 
+def test_a_dtype_or_decoding_given_twice_counts_once(catalog, token_client):
+    hardware = {"chips": ["nvidia-h100-sxm"], "max_chips": 2}
+    once = token_client.post("/api/v1/plans/", {**CHAT_70B, "hardware": {**hardware, "weight_dtypes": ["fp8"]}}, format="json").json()
+    twice = token_client.post("/api/v1/plans/", {**CHAT_70B, "hardware": {**hardware, "weight_dtypes": ["fp8", "fp8"]},
+                                                 "decodings": [{"method": "ar"}, {"method": "ar"}]}, format="json").json()  # fmt: skip
+    assert twice["candidate_count"] == once["candidate_count"] > 0
+    keys = [(r["chip_count"], r["tensor_parallel"], r["weight_dtype"], r["decoding"]) for r in twice["results"]["ranked"]]
+    assert len(keys) == len(set(keys)) == len(once["results"]["ranked"])
+
+
 def test_a_plan_ranks_feasible_configurations_by_cost_and_stores_its_inputs(catalog, token_client):
     response = token_client.post("/api/v1/plans/", CHAT_70B, format="json")
     assert response.status_code == 201, response.json()

@@ -152,6 +152,25 @@ def test_a_simulation_over_the_inline_size_is_queued_and_a_worker_task_takes_it_
     assert simulation_services.simulation_execute(run_id=queued["id"]) == "finished"  # a duplicate message does nothing
 
 
+def test_a_simulation_of_more_forwards_than_a_request_may_run_goes_to_a_worker(catalog, token_client, settings,
+                                                                               django_capture_on_commit_callbacks):  # fmt: skip
+    # 300 requests of a 100-token answer in blocks of 64 at 64 forwards a block: few tokens, many forwards.
+    body = {**BODY, "model": "fast-dllm-v2-7b", "decoding": {"method": "block_diffusion", "block_size": 64, "steps_per_block": 64}}
+    settings.SIMULATION_INLINE_MAX_STEPS = 500  # under the bound on tokens (SIMULATION_INLINE_MAX_TOKENS), over the forwards
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = token_client.post("/api/v1/simulations/", body, format="json")
+    assert response.status_code == 202, response.json()
+    assert len(callbacks) == 1 and SimulationRun.objects.count() == 1  # the inline attempt stored nothing
+    queued = response.json()
+    from planner.tasks import run_simulation
+
+    assert run_simulation.apply(args=[queued["id"]]).get() == "done"  # a worker runs it whole
+    done = token_client.get(queued["url"]).json()
+    settings.SIMULATION_INLINE_MAX_STEPS = 1_000_000
+    inline = token_client.post("/api/v1/simulations/", body, format="json")
+    assert inline.status_code == 201 and inline.json()["results"]["ttft_s"] == done["results"]["ttft_s"]
+
+
 def test_a_queued_trace_is_simulated_by_the_worker_from_its_stored_rows(catalog, token_client, settings, django_capture_on_commit_callbacks):
     settings.SIMULATION_INLINE_MAX_REQUESTS = 1
     with django_capture_on_commit_callbacks(execute=False):

@@ -125,6 +125,16 @@ def test_a_big_simulation_stage_runs_as_one_task_per_candidate_and_the_last_re_r
     assert [[r[k] for k in same] for r in done["results"]["ranked"]] == [[r[k] for k in same] for r in inline["results"]["ranked"]]
 
 
+def test_a_stage_of_more_forwards_than_a_request_may_run_goes_to_the_workers(catalog, token_client, settings,
+                                                                            django_capture_on_commit_callbacks):  # fmt: skip
+    settings.SIMULATION_INLINE_MAX_STEPS = 100  # the stage's requests and tokens are small enough, its forwards are not
+    with django_capture_on_commit_callbacks(execute=False):
+        response = token_client.post("/api/v1/plans/", SLO_PLAN, format="json")
+    assert response.status_code == 202, response.json()
+    stage = token_client.get(f"/api/v1/plans/{response.json()['id']}/").json()["results"]["simulation"]
+    assert stage["status"] == "pending" and stage["mode"] == "tasks" and stage["candidates"] == 6
+
+
 def test_a_queued_plan_with_a_big_stage_is_searched_then_simulated_by_workers(catalog, token_client, settings, django_capture_on_commit_callbacks):
     settings.PLAN_INLINE_MAX_CANDIDATES = 10
     settings.SIMULATION_INLINE_MAX_REQUESTS = 100

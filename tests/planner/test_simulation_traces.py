@@ -14,6 +14,12 @@ def test_a_csv_trace_is_read_with_its_lines_and_other_columns_noted():
     assert trace.lines == [2, 4] and trace.format == "csv" and trace.ignored_columns == ("request_id",)
 
 
+def test_a_trace_with_many_other_columns_names_twenty_and_counts_the_rest():
+    others = ",".join(f"x{i}" for i in range(25))
+    trace = parse_trace(f"{others},{HEADER}" + ",".join("0" * 25) + ",0,100,10\n", max_rows=10)
+    assert trace.ignored_columns == (*(f"x{i}" for i in range(20)), "and 5 more")
+
+
 def test_a_jsonl_trace_is_detected_and_read():
     text = '{"arrival_s": 0, "prompt_tokens": 100, "output_tokens": 10, "id": 1}\n\n{"arrival_s": 1.5, "prompt_tokens": 7, "output_tokens": 3}\n'
     trace = parse_trace(text, max_rows=10)
@@ -23,8 +29,10 @@ def test_a_jsonl_trace_is_detected_and_read():
 
 @pytest.mark.parametrize("text, expected", [
     (HEADER + "0,100,10\n0.2,abc,10\n", "line 3, column prompt_tokens: must be a whole number >= 1"),
-    (HEADER + "0,100,10\n-1,100,10\n", "line 3, column arrival_s: must be a finite number of seconds >= 0"),
-    (HEADER + "inf,100,10\n", "line 2, column arrival_s: must be a finite number"),
+    (HEADER + "0,100,10\n-1,100,10\n", "line 3, column arrival_s: must be a number of seconds from 0 to 315576000 (ten years)"),
+    (HEADER + "inf,100,10\n", "line 2, column arrival_s: must be a number of seconds"),
+    (HEADER + "1e308,100,10\n", "line 2, column arrival_s: must be a number of seconds from 0 to 315576000"),
+    ("arrival_s,arrival_s,prompt_tokens,output_tokens\n0,1,100,10\n", "line 1: the header names arrival_s more than once"),
     (HEADER + "0,100,2.5\n", "line 2, column output_tokens: must be a whole number"),
     (HEADER + "0,100,0\n", "line 2, column output_tokens: must be a whole number >= 1"),
     ("arrival_s,prompt_tokens\n0,100\n", "line 1: the header must name arrival_s, prompt_tokens, output_tokens; missing output_tokens"),
@@ -33,6 +41,7 @@ def test_a_jsonl_trace_is_detected_and_read():
     ('{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1}\n{"arrival_s": 1, "prompt_tokens": 1}\n', "line 2, column output_tokens: is missing"),
     ('{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1}\n{"arrival_s": 1,\n', "line 2: is not a JSON object"),
     ('{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1}\n[1, 2, 3]\n', "line 2: must be a JSON object"),
+    ('{"arrival_s": 0, "prompt_tokens": 1, "output_tokens": 1, "output_tokens": 9}\n', "line 1: is not a JSON object: names output_tokens more than once"),
     ('{"arrival_s": NaN, "prompt_tokens": 1, "output_tokens": 1}\n', "line 1: is not a JSON object"),
     ('{"arrival_s": 0, "prompt_tokens": true, "output_tokens": 1}\n', "line 1, column prompt_tokens: must be a whole number >= 1"),
     (HEADER + "0,1,1\n" * 3, "line 4: more than 2 requests"),

@@ -25,7 +25,7 @@ class SingleType:
 @dataclass(frozen=True, kw_only=True)
 class LimitCost:
     group: str
-    binding: bool
+    binding: bool | None  # None: the lifted solve stopped at its time limit without showing a saving
     saving_usd_total: float | None  # what lifting the limit would save over the horizon (None: unsolved)
 
 
@@ -37,11 +37,20 @@ class FleetResult:
     single_types: tuple[SingleType, ...]  # cheapest first; unsolvable last
     infeasible_because: tuple[str, ...]  # limit groups that, each lifted alone, make an infeasible fleet feasible
     seconds: float
+    skipped: tuple[str, ...] = ()  # the analyses the plan's time budget left no time for (fleet_plan's budget_s)
+
 
     @property
     def best_single(self) -> SingleType | None:
         solved = [s for s in self.single_types if s.usd_total is not None]
         return solved[0] if solved else None
+
+
+# A solve beyond the first two is not started with less than this left of the plan's budget.
+MIN_SOLVE_S = 0.5
+SKIPPED_LIMITS = "what each limit costs"
+SKIPPED_DIAGNOSIS = "which limits make the fleet infeasible"
+SKIPPED_SINGLES = "the single-chip fleets"
 
 
 def _relative_saving(base: float, other: Solution) -> float | None:
@@ -55,26 +64,66 @@ def fleet_plan(
     horizon: Horizon = Horizon(),
     *,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    budget_s: float | None = None,
     compare_single_types: bool = True,
 ) -> FleetResult:
+    """The fleet, its pessimistic twin, what each limit costs (or, infeasible, which limits make it so) and each chip's fleet
+    alone: up to 3 + limits + chips solves of up to `time_limit_s` each. With `budget_s` the whole plan keeps within it: the
+    fleet gets at most half of it, its twin half of what is left, every later solve what is left then, and an analysis
+    reached with under MIN_SOLVE_S left is not run (`skipped` names it; a chip not compared says so in its reason). A later
+    solve stopped at its time limit says only what it proved: a limit binds where the lifted fleet found is cheaper, and is
+    unknown (None) where it is not and not proven optimal."""
     started = time.perf_counter()
-    solution = solve(classes, candidates, limits, horizon, time_limit_s=time_limit_s)
-    pessimistic = solve(classes, candidates, limits, horizon, capacity="pessimistic", time_limit_s=time_limit_s)
+
+    def left() -> float | None:
+        return None if budget_s is None else budget_s - (time.perf_counter() - started)
+
+    def limit(share: float = 1.0) -> float:
+        rest = left()
+        return time_limit_s if rest is None else min(time_limit_s, max(rest * share, MIN_SOLVE_S / 10))
+
+    skipped: list[str] = []
+
+    def affordable(analysis: str) -> bool:
+        rest = left()
+        if rest is None or rest >= MIN_SOLVE_S:
+            return True
+        if analysis not in skipped:
+            skipped.append(analysis)
+        return False
+
+    solution = solve(classes, candidates, limits, horizon, time_limit_s=limit(1 / 2))
+    pessimistic = solve(classes, candidates, limits, horizon, capacity="pessimistic", time_limit_s=limit(1 / 2))
     groups = limit_groups(limits)
     costs: list[LimitCost] = []
     because: list[str] = []
     if solution.solved:
         for group in groups:
-            lifted = solve(classes, candidates, limits, horizon, dropped=frozenset({group}), time_limit_s=time_limit_s)
+            if not affordable(SKIPPED_LIMITS):
+                break
+            lifted = solve(classes, candidates, limits, horizon, dropped=frozenset({group}), time_limit_s=limit())
             saving = _relative_saving(solution.usd_total, lifted)
-            # Binding: lifting it saves more than the solver's own tolerance on the cost.
-            costs.append(LimitCost(group=group, binding=saving is not None and saving > 1e-6 * max(solution.usd_total, 1.0), saving_usd_total=saving))
+            # Binding: lifting it saves more than the solver's own tolerance on the cost. A lifted solve stopped at its time
+            # limit proves a saving it found, never the absence of one.
+            binding = saving is not None and saving > 1e-6 * max(solution.usd_total, 1.0)
+            proven = binding or (lifted.status == "optimal" and solution.status == "optimal")
+            costs.append(LimitCost(group=group, binding=binding if proven else None, saving_usd_total=saving if proven else None))
     elif solution.status == "infeasible" and groups:
+        unsettled = False  # a solve that stopped without a fleet proves neither way
         for group in groups:
-            if solve(classes, candidates, limits, horizon, dropped=frozenset({group}), time_limit_s=time_limit_s).solved:
+            if not affordable(SKIPPED_DIAGNOSIS):
+                break
+            lifted = solve(classes, candidates, limits, horizon, dropped=frozenset({group}), time_limit_s=limit())
+            if lifted.solved:
                 because.append(group)
-        if not because and solve(classes, candidates, limits, horizon, dropped=frozenset(groups), time_limit_s=time_limit_s).solved:
-            because.append("+".join(groups))
+            unsettled = unsettled or lifted.status == "failed"
+        if not because and affordable(SKIPPED_DIAGNOSIS):
+            lifted = solve(classes, candidates, limits, horizon, dropped=frozenset(groups), time_limit_s=limit())
+            if lifted.solved:
+                because.append("+".join(groups))
+            unsettled = unsettled or lifted.status == "failed"
+        if unsettled and SKIPPED_DIAGNOSIS not in skipped:
+            skipped.append(SKIPPED_DIAGNOSIS)
     singles: list[SingleType] = []
     if compare_single_types:
         needed = {i for i, rc in enumerate(classes) if rc.requests_per_s > 0}
@@ -85,12 +134,15 @@ def fleet_plan(
                 names = ", ".join(classes[i].name for i in sorted(missing))
                 singles.append(SingleType(chip_slug=slug, usd_total=None, reason=f"cannot serve {names} within its SLOs"))
                 continue
-            alone = solve(classes, own, limits, horizon, time_limit_s=time_limit_s)
-            singles.append(SingleType(chip_slug=slug, usd_total=alone.usd_total if alone.solved else None,
-                                      reason="" if alone.solved else f"not within the limits ({alone.status})"))  # fmt: skip
+            if not affordable(SKIPPED_SINGLES):
+                singles.append(SingleType(chip_slug=slug, usd_total=None, reason="not compared: the plan's time budget was spent"))
+                continue
+            alone = solve(classes, own, limits, horizon, time_limit_s=limit())
+            reason = "" if alone.solved else "not within the limits" if alone.status == "infeasible" else f"not solved in its time ({alone.status})"
+            singles.append(SingleType(chip_slug=slug, usd_total=alone.usd_total if alone.solved else None, reason=reason))
     singles.sort(key=lambda s: (s.usd_total is None, s.usd_total or 0.0, s.chip_slug))
     return FleetResult(solution=solution, pessimistic=pessimistic, limit_costs=tuple(costs), single_types=tuple(singles),
-                       infeasible_because=tuple(because), seconds=time.perf_counter() - started)  # fmt: skip
+                       infeasible_because=tuple(because), seconds=time.perf_counter() - started, skipped=tuple(skipped))  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,6 +45,9 @@ its state lives in local variables, the fastest Python has.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +65,28 @@ SGLANG_CLIP_ANSWER_TOKENS = 4096
 SGLANG_INIT_NEW_TOKEN_RATIO = 0.7
 SGLANG_MIN_NEW_TOKEN_RATIO = SGLANG_INIT_NEW_TOKEN_RATIO * 0.14
 SGLANG_NEW_TOKEN_RATIO_DECAY = (SGLANG_INIT_NEW_TOKEN_RATIO - SGLANG_MIN_NEW_TOKEN_RATIO) / 600
+
+
+class StepBudgetSpent(RuntimeError):
+    """The steps a caller allowed (step_budget) ran out before its schedules finished."""
+
+
+# The steps left to every schedule run inside step_budget blocks, one count per block from the outermost (empty outside
+# any): lists, so that the runs inside (replicas, pools, a sweep's rates, a plan's candidates) draw on one count.
+_STEPS_LEFT: ContextVar[tuple[list[int], ...]] = ContextVar("simulation_steps_left", default=())
+
+
+@contextmanager
+def step_budget(steps: int) -> Iterator[None]:
+    """Every run_schedule inside the block shares `steps` forwards; the one that would run past them raises StepBudgetSpent.
+    It bounds what a caller may spend (a simulation run inside a web request) by construction, whatever its requests, token
+    budget, batch cap and decoding make of the steps: the tokens alone do not bound them (block diffusion runs steps_per_block
+    forwards for a block of one token; a token budget of 1 runs a prompt of P tokens in P steps)."""
+    token = _STEPS_LEFT.set((*_STEPS_LEFT.get(), [int(steps)]))  # a block inside one draws on both
+    try:
+        yield
+    finally:
+        _STEPS_LEFT.reset(token)
 
 
 class RequestTooLarge(ValueError):
@@ -100,6 +125,11 @@ def run_schedule(
     """Simulate `requests` on one replica whose steps cost `cost`; see the module docstring.
     arrival_offset_s: how long after a client sends a request the scheduler sees it (the request overhead).
     seed: a speculative cost's draws of the tokens each round emits."""
+    counts = _STEPS_LEFT.get()
+    left = min((count[0] for count in counts), default=None)
+    budgeted = left is not None and left < max_steps  # a budget, not the schedule's own cap, binds
+    if budgeted:
+        max_steps = max(left, 0)
     bt = cost.kv_block_tokens
     n = len(requests)
     prompt, output, cached, arrived, g, prefix_blocks, slack, fixed = _blocks_of(cost, requests, prefix_caching)
@@ -382,7 +412,18 @@ def run_schedule(
             finish_at.setdefault(end, []).append(i)
         s += 1
     else:
-        raise RuntimeError(f"the simulation did not finish within {max_steps:,} steps")
+        # The loop notices it is done at the top of a step: a schedule whose last step was the last one allowed is done.
+        while ptr < issued and times[ptr] <= now:
+            waiting.append(order[ptr])
+            ptr += 1
+        if running or waiting or ptr < issued:
+            if budgeted:
+                for count in counts:
+                    count[0] -= s
+                raise StepBudgetSpent(f"the simulation did not finish within the {max_steps:,} steps left to it")
+            raise RuntimeError(f"the simulation did not finish within {max_steps:,} steps")
+    for count in counts:
+        count[0] -= s
 
     arrival = np.asarray(times, dtype=float) if not closed else _closed_arrivals(order, times, n)
     return Schedule(

@@ -251,6 +251,10 @@ class SimulationWorkload:
             arrival = self.arrivals.sample(rng, n)
             if self.arrivals.kind == "closed_loop":
                 closed, think = int(self.arrivals.concurrency), float(self.arrivals.think_time_s)
+        if self.shared_prefix_fraction > 0 and len(prompt) and self.shared_prefix_tokens > int(np.max(prompt)):
+            # A prompt shorter than the prefix is cut to its own length; one prefix longer than every prompt is a mistake.
+            raise WorkloadError("shared_prefix_tokens", f"{int(self.shared_prefix_tokens):,} tokens, longer than every prompt (the longest "
+                                f"has {int(np.max(prompt)):,}); the shared prefix is the start of a prompt")  # fmt: skip
         hit = rng.random(len(prompt)) < self.shared_prefix_fraction
         prefix = np.where(hit, np.minimum(int(self.shared_prefix_tokens), prompt), 0).astype(np.int64)
         return Requests(arrival_s=arrival, prompt_tokens=prompt, output_tokens=output, prefix_tokens=prefix,

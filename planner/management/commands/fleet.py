@@ -98,6 +98,8 @@ def format_fleet(fleet) -> str:
         + f"; pessimistic {_usd(r['pessimistic']['usd_total'])}",
     ]  # fmt: skip
     best = r["best_single_chip"]
+    if r.get("skipped_analyses"):
+        lines.append("left out for lack of time: " + "; ".join(r["skipped_analyses"]))
     if best:
         lines.append(f"best single chip: {best['chip_slug']} at {_usd(best['usd_total'])}; the mix saves {_usd(best['saving_usd_total'])} "
                      f"({100 * (best['saving_share'] or 0):.1f}%)")  # fmt: skip

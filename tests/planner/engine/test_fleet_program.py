@@ -3,6 +3,7 @@ answer can be worked out by hand."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -191,3 +192,48 @@ def test_a_class_lists_its_candidates_in_the_same_order_in_every_process():
 
     first = listed("1")
     assert first.startswith("[(") and all(listed(seed) == first for seed in ("2", "3", "4"))
+
+
+def test_a_time_budget_keeps_the_whole_plan_within_it_and_names_the_analyses_it_left_out(monkeypatch):
+    from types import SimpleNamespace
+
+    from planner.engine.fleet import plan as fleet_module
+
+    clock, limits_given, solve_now = [0.0], [], fleet_module.solve
+
+    def slow_solve(*args, **kwargs):  # each solve takes 0.4 s on the plan's clock, as a large program would take seconds
+        limits_given.append(kwargs["time_limit_s"])
+        clock[0] += 0.4
+        return solve_now(*args, **kwargs)
+
+    monkeypatch.setattr(fleet_module, "solve", slow_solve)
+    monkeypatch.setattr(fleet_module, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    capped = Limits(wall_kw_max=14.0, apply_to="all")
+    result = fleet_plan([CHAT, RAG], MIX, capped, budget_s=1.0)
+    # The fleet gets half the budget, its pessimistic twin half of what is left; with under MIN_SOLVE_S left nothing else starts.
+    assert limits_given == [pytest.approx(0.5), pytest.approx(0.3)] and result.seconds == pytest.approx(0.8)
+    assert result.solution.solved and result.pessimistic.solved
+    assert result.skipped == ("what each limit costs", "the single-chip fleets") and result.limit_costs == ()
+    assert [s.reason for s in result.single_types] == ["not compared: the plan's time budget was spent"] * 2
+    clock[0], limits_given[:] = 0.0, []
+    whole = fleet_plan([CHAT, RAG], MIX, capped)  # no budget: every solve, each with its own time limit
+    assert whole.skipped == () and whole.limit_costs[0].binding and all("not compared" not in s.reason for s in whole.single_types)
+    assert len(limits_given) == 5 and set(limits_given) == {20.0}
+
+
+def test_a_lifted_limit_solve_stopped_at_its_time_limit_proves_a_saving_but_never_the_absence_of_one(monkeypatch):
+    import dataclasses
+
+    from planner.engine.fleet import plan as fleet_module
+
+    solve_now = fleet_module.solve
+
+    def unproven_when_lifted(*args, **kwargs):  # each lifted solve stops at its time limit with the fleet it has
+        found = solve_now(*args, **kwargs)
+        return dataclasses.replace(found, status="feasible") if kwargs.get("dropped") and found.solved else found
+
+    monkeypatch.setattr(fleet_module, "solve", unproven_when_lifted)
+    free = fleet_plan([CHAT, RAG], MIX, Limits(wall_kw_max=100.0, apply_to="all"))  # the cap does not bind
+    assert free.limit_costs[0].binding is None and free.limit_costs[0].saving_usd_total is None  # unknown, not "no"
+    capped = fleet_plan([CHAT, RAG], MIX, Limits(wall_kw_max=14.0, apply_to="all"))  # lifting it saves: a fleet found shows it
+    assert capped.limit_costs[0].binding is True and capped.limit_costs[0].saving_usd_total > 0

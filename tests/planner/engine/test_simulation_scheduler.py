@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from planner.engine import FullAttention
-from planner.engine.simulation import RequestTooLarge, SimulationWorkload, StepCost, Trace, run_schedule, simulate_with_cost
+from planner.engine.simulation import (
+    RequestTooLarge,
+    SimulationWorkload,
+    StepBudgetSpent,
+    StepCost,
+    Trace,
+    run_schedule,
+    simulate_with_cost,
+    step_budget,
+)
 
 
 def toy_cost(
@@ -233,3 +242,19 @@ def test_where_prefills_run_alone_a_sequence_preempted_and_prefilled_again_betwe
     result = run(alone, [0.0, 1.0], [1, 1], [11, 12])
     assert list(result.preemptions_per_request) == [0, 1]
     assert list(result.ttft_s) == [1.0, 1.0] and list(result.e2e_s) == [12.0, 13.0]
+
+
+def test_a_step_budget_is_shared_by_every_schedule_inside_it_and_stops_the_one_that_would_pass_it():
+    # A lone request of 10 prompt tokens and 3 answer tokens takes three steps (test above).
+    with step_budget(7):
+        run(toy_cost(), [0.0], [10], [3])  # 3 steps: 4 left
+        with step_budget(100):  # a block inside draws on the same steps, however many it asks for
+            run(toy_cost(), [0.0], [10], [3])  # 3 more: 1 left
+        with pytest.raises(StepBudgetSpent, match="1 steps left"):
+            run(toy_cost(), [0.0], [10], [3])
+    with step_budget(3):
+        assert run(toy_cost(), [0.0], [10], [3]).e2e_s[0] == 3.0  # a schedule that needs exactly the steps left finishes
+    # A prompt of 250 tokens at a token budget of 1 takes 250 steps, whatever its tokens say: the budget counts steps.
+    with step_budget(100), pytest.raises(StepBudgetSpent):
+        run(toy_cost(token_budget=1), [0.0], [250], [1])
+    assert run(toy_cost(), [0.0], [10], [3]).e2e_s[0] == 3.0  # outside a budget nothing is counted

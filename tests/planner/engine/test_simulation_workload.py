@@ -69,6 +69,7 @@ def test_a_shared_prefix_reaches_the_share_of_requests_asked():
         (_workload(output=Lengths(kind="normal", mean_tokens=10.0, std_tokens=1.0, min_tokens=5, max_tokens=2)), "output.max_tokens"),
         (_workload(prompt=None), "prompt"),
         (_workload(shared_prefix_fraction=1.5), "shared_prefix_fraction"),
+        (_workload(prompt=Lengths.fixed(500), shared_prefix_tokens=5000, shared_prefix_fraction=0.5), "shared_prefix_tokens"),
         (SimulationWorkload(trace=Trace(arrival_s=[0.0, 1.0], prompt_tokens=[5, 0], output_tokens=[1, 1])), "trace.prompt_tokens[1]"),
         (SimulationWorkload(trace=Trace(arrival_s=[0.0, -1.0], prompt_tokens=[5, 5], output_tokens=[1, 1])), "trace.arrival_s[1]"),
         (SimulationWorkload(trace=Trace(arrival_s=[0.0], prompt_tokens=[5], output_tokens=[2.5])), "trace.output_tokens[0]"),
