@@ -95,7 +95,10 @@ class Chip(Sourced):
         return self.slug
 
     def clean(self) -> None:
-        self._check(validate_chip(model_to_dict(self)))
+        errors = validate_chip(model_to_dict(self))
+        stored = Chip.objects.filter(pk=self.pk).values_list("slug", "aliases").first() if self.pk else None
+        errors.update(chip_name_clashes(slug=self.slug, aliases=self.aliases, pk=self.pk, kept=stored))
+        self._check(errors)
 
     def peak_flops_per_s(self) -> dict[str, float]:
         """Dense peak per dtype for the dtypes this chip has a math path for."""
@@ -116,6 +119,31 @@ class Chip(Sourced):
         peak = self.peak_flops_per_s().get(dtype)
         ridge = peak / self.memory_bandwidth_bytes_per_s if peak and self.memory_bandwidth_bytes_per_s else None
         return ridge if ridge is not None and math.isfinite(ridge) else None
+
+
+def chip_name_clashes(*, slug: str | None, aliases, pk=None, kept: tuple[str, list] | None = None) -> dict[str, str]:
+    """Errors for a chip's names that another chip already answers to, case aside: an alias that is another chip's slug or
+    alias, a slug that is another chip's alias (another chip's slug is the slug field's own uniqueness). A name finds one
+    chip (the accuracy command and the importers look chips up by slug or alias). Only the names a write gives are
+    checked, not those the row already had (`kept`: its stored slug and aliases), so a row stored before the rule can
+    still be updated."""
+    kept_slug, kept_aliases = kept or (None, [])
+    given = [name for name in aliases or () if isinstance(name, str) and name not in (kept_aliases or ())]
+    slug = slug if isinstance(slug, str) and slug != kept_slug else None
+    if not given and not slug:
+        return {}
+    slugs: set[str] = set()
+    others: set[str] = set()
+    for other_slug, names in Chip.objects.exclude(pk=pk).values_list("slug", "aliases"):
+        slugs.add(other_slug.lower())
+        others.update(name.lower() for name in names or () if isinstance(name, str))
+    errors = {}
+    clashes = sorted({name for name in given if name.lower() in slugs | others})
+    if clashes:
+        errors["aliases"] = f"Already another chip's slug or alias: {', '.join(clashes)}."
+    if slug and slug.lower() in others:
+        errors["slug"] = f"{slug!r} is already another chip's alias."
+    return errors
 
 
 class ServingEngine(Sourced):

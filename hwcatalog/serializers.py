@@ -3,7 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from hwcatalog.importers.config_file import ConfigFileError, read_config_file
-from hwcatalog.models import Chip, ModelArch, Offering
+from hwcatalog.models import Chip, ModelArch, Offering, chip_name_clashes
 from hwcatalog.validation import HF_ID, SLUG_PATTERN, validate_arch, validate_chip, validate_offering, validate_sources
 from inputs.serializers import LimitedJSONField, StrictModelSerializer, StrictSerializer
 
@@ -44,31 +44,11 @@ class ChipSerializer(_RuleValidated):
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
-        # A name that finds two chips finds neither for certain (the accuracy command and the importers look chips up by
-        # slug or alias, case aside). Another chip's slug given as this one's is the slug field's own 400 (unique).
-        # Only the names this write gives are checked: a row stored before the rule can still be updated.
-        kept = {name for name in getattr(self.instance, "aliases", None) or () if isinstance(name, str)}
-        given = [name for name in attrs.get("aliases") or () if isinstance(name, str) and name not in kept]
-        slug = attrs.get("slug") if attrs.get("slug") != getattr(self.instance, "slug", None) else None
-        if not given and not slug:
-            return attrs
-        slugs, other_aliases = _other_chip_names(self.instance)
-        clashes = sorted({name for name in given if name.lower() in slugs | other_aliases})
-        if clashes:
-            raise serializers.ValidationError({"aliases": f"Already another chip's slug or alias: {', '.join(clashes)}."})
-        if isinstance(slug, str) and slug.lower() in other_aliases:
-            raise serializers.ValidationError({"slug": f"{slug!r} is already another chip's alias."})
+        stored = (self.instance.slug, self.instance.aliases) if self.instance is not None else None
+        errors = chip_name_clashes(slug=attrs.get("slug"), aliases=attrs.get("aliases"), pk=getattr(self.instance, "pk", None), kept=stored)
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
-
-
-def _other_chip_names(chip: Chip | None) -> tuple[set[str], set[str]]:
-    """Every other chip's slugs and aliases, lower-cased."""
-    slugs: set[str] = set()
-    aliases: set[str] = set()
-    for slug, names in Chip.objects.exclude(pk=getattr(chip, "pk", None)).values_list("slug", "aliases"):
-        slugs.add(slug.lower())
-        aliases.update(name.lower() for name in names or () if isinstance(name, str))
-    return slugs, aliases
 
 
 class OfferingSerializer(_RuleValidated):

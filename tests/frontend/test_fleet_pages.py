@@ -89,6 +89,15 @@ def test_a_small_fleet_is_planned_and_its_page_shows_the_allocation_and_the_char
     assert 'id="singles-table"' in html and 'id="rent-or-buy-table"' in html and 'id="months-table"' not in html
 
 
+def test_a_fleet_whose_time_budget_left_analyses_out_says_which(planned, ui_client):
+    _, fleet = planned
+    skipped = {**fleet.results, "best_single_chip": None, "skipped_analyses": ["what each limit costs", "the single-chip fleets"]}
+    FleetPlan.objects.filter(pk=fleet.pk).update(results=skipped)  # as a plan short of time stores it (a stored plan is immutable)
+    html = ui_client.get(f"/fleets/{fleet.id}/").content.decode()
+    assert 'id="fleet-skipped"' in html and "what each limit costs; the single-chip fleets" in html
+    assert "single-chip fleets not all compared" in html and "no single chip can serve every class" not in html
+
+
 def test_the_list_shows_each_fleet_with_its_model_status_and_first_month_cost(planned, ui_client):
     _response, fleet = planned
     html = ui_client.get("/fleets/").content.decode()

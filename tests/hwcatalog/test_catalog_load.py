@@ -154,6 +154,20 @@ def test_published_kv_checks_hold_for_the_catalog_rows(catalog):
     assert ModelArch.objects.get(slug="llama-3.1-8b").parameter_count() == pytest.approx(8.03e9, rel=0.01)
 
 
+def test_a_chip_named_as_another_chip_is_named_loads_nothing(db, tmp_path):
+    for folder in ("chips", "models", "offerings"):
+        (tmp_path / folder).mkdir()
+    row = ("kind: gpu, memory_capacity_bytes: 1.0e+9, memory_bandwidth_bytes_per_s: 1.0e+9, peak_bf16_flops_per_s: 1.0e+12, "
+           "as_of: 2024-01-01, sources: [x]")  # fmt: skip
+    (tmp_path / "chips" / "x.yaml").write_text(
+        f"- {{slug: one-chip, vendor: X, name: One, aliases: [one], {row}}}\n"
+        f"- {{slug: two-chip, vendor: X, name: Two, aliases: [ONE], {row}}}\n"  # the first chip's alias, case aside
+    )
+    with pytest.raises(Exception, match="aliases"):
+        catalog_load(data_dir=tmp_path)
+    assert not Chip.objects.exists()
+
+
 def test_a_bad_data_file_loads_nothing(db, tmp_path):
     for folder in ("chips", "models", "offerings"):
         (tmp_path / folder).mkdir()
