@@ -72,18 +72,20 @@ class ReasonFacts:
     node_size: int
     num_layers: int
     closed_loop: bool = False  # the load is a closed loop's clients (Workload.looped)
+    attention_data_parallel: int = 1
 
 
 def reason_text(code: int, f: ReasonFacts) -> str:
     """One sentence a person can act on."""
-    layout = f"tensor_parallel={f.tensor_parallel} x pipeline_parallel={f.pipeline_parallel}"
+    layout = f"tensor_parallel={f.tensor_parallel} x pipeline_parallel={f.pipeline_parallel}" + (
+        f" x attention_data_parallel={f.attention_data_parallel}" if f.attention_data_parallel != 1 else "")
     if code == OK:
         return "fits and meets the workload's targets"
     if code == TP_NOT_DIVIDING_HEADS:
         return f"{f.model_slug} has {f.num_attention_heads} attention heads; tensor_parallel={f.tensor_parallel} does not divide them"
     if code == INVALID_LAYOUT:
         return (
-            f"{f.chip_count} chips cannot be split as {layout}: chip_count must be a multiple of tp*pp "
+            f"{f.chip_count} chips cannot be split as {layout}: chip_count must be a multiple of tp*pp*attention_dp "
             f"and pp at most {f.num_layers} layers"
         )
     if code == NO_MATH_PATH:

@@ -125,6 +125,7 @@ class Results:
             chip_count=int(g.chip_count[i]),
             tensor_parallel=int(g.tensor_parallel[i]),
             pipeline_parallel=int(g.pipeline_parallel[i]),
+            attention_data_parallel=int(g.attention_data_parallel[i]),
             num_attention_heads=model.num_attention_heads,
             weights_total_bytes=model.weight_bytes(dtype),
             weights_per_chip_bytes=float(self.weights_bytes_per_chip[i]),

@@ -333,3 +333,4 @@ def test_an_estimate_under_a_light_request_rate_is_charged_to_its_tokens_with_a_
     assert "charged to the request rate's tokens" in usd["basis"]
     wide = full["intervals"]["usd_per_million_output_tokens"]
     assert wide["low"] < full["cost"]["usd_per_million_output_tokens"] < wide["high"]
+

@@ -342,3 +342,13 @@ def test_a_wave_of_prompts_longer_than_the_budget_completes_one_prompt_at_a_time
     alone = estimate(llama_3_1_8b(), Deployment(chip=chip), dataclasses.replace(work, concurrency=None, closed_loop=False), batch=4)
     wave = 4 * alone.prefill_batched_s_per_prompt * 5 / 8 - alone.prefill.time_s
     assert waved.queue_wait_s == pytest.approx(wave, rel=1e-6)
+
+
+def test_a_layout_refusal_names_every_degree_of_the_replica():
+    from planner.engine import reasons
+    from planner.engine.estimate import evaluate_batches
+
+    facts = evaluate_batches(llama_3_1_8b(), Deployment(chip=h100_sxm()), Workload(prompt_tokens=100, output_tokens=10), [1]).reason_facts(0)
+    split = reasons.reason_text(reasons.INVALID_LAYOUT, dataclasses.replace(facts, chip_count=2, attention_data_parallel=4))
+    assert "tensor_parallel=1 x pipeline_parallel=1 x attention_data_parallel=4" in split and "tp*pp*attention_dp" in split
+    assert "attention_data_parallel" not in reasons.reason_text(reasons.INVALID_LAYOUT, dataclasses.replace(facts, chip_count=3))
