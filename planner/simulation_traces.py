@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
@@ -142,8 +143,7 @@ def _named(ignored) -> tuple[str, ...]:
 
 def _once_each(pairs: list[tuple[str, object]]) -> dict:
     """A JSON object whose keys are each given once (json keeps the last of a repeated key in silence)."""
-    keys = [key for key, _ in pairs]
-    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    repeated = sorted(key for key, seen in Counter(key for key, _ in pairs).items() if seen > 1)  # linear: a line may carry many keys
     if repeated:
         raise ValueError(f"names {', '.join(repeated)} more than once")
     return dict(pairs)

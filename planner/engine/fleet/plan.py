@@ -39,7 +39,6 @@ class FleetResult:
     seconds: float
     skipped: tuple[str, ...] = ()  # the analyses the plan's time budget left no time for (fleet_plan's budget_s)
 
-
     @property
     def best_single(self) -> SingleType | None:
         solved = [s for s in self.single_types if s.usd_total is not None]
