@@ -130,6 +130,21 @@ def model_import_hf(
     stores nothing on error."""
     if hf_id and ModelArch.objects.filter(hf_id=hf_id).exists():
         raise ValidationError({"hf_id": f"A model with hf_id {hf_id!r} already exists."})
+    model, style = model_from_hf_config(config=config, slug=slug, name=name, family=family, source=source, hf_id=hf_id,
+                                        quant_config=quant_config)  # fmt: skip
+    model.full_clean()
+    model.save()
+    return model, style
+
+
+def model_from_hf_config(
+    *, config: dict[str, Any], slug: str, name: str | None = None, family: str | None = None, source: str | None = None,
+    hf_id: str = "", quant_config: dict[str, Any] | None = None,
+) -> tuple[ModelArch, str]:
+    """An unsaved ModelArch read from a Hugging Face config.json (and hf_quant_config.json), validated field by
+    field but not against the stored rows (its slug and hf_id may repeat a catalog model's): model_import_hf
+    stores one, `manage.py accuracy` predicts a measured file's model the catalog lacks with one it never stores.
+    Raises ValidationError naming the offending field."""
     try:
         imported = fields_from_hf_config(config, quant_config)
     except ConfigError as exc:
@@ -144,8 +159,7 @@ def model_import_hf(
         notes=f"Imported from a {imported.style}-style config.json; parameter counts derived from the shapes.",
         **imported.fields,
     )
-    model.full_clean()
-    model.save()
+    model.full_clean(validate_unique=False)
     return model, imported.style
 
 

@@ -50,6 +50,7 @@ from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_un
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
+from planner.model_configs import CONFIGS_FOLDER, models_from_configs
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -66,12 +67,15 @@ def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
 
 
 def accuracy_report(
-    *, csv_path: Path, use_calibration: bool = True, fit: bool = False, cv: bool = False, profiles_out: Path | None = None
+    *, csv_path: Path, use_calibration: bool = True, fit: bool = False, cv: bool = False, profiles_out: Path | None = None,
+    configs_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Predict every row of a measurements CSV: this project's format, or the silicon layout as
     published (detected by its header). A silicon file is predicted with the stored serving-engine
     profiles (planner/data/engine_profiles.json) unless use_calibration is False (spec defaults) or
-    fit/cv fit new ones; profiles_out writes the profiles fitted to the whole file."""
+    fit/cv fit new ones; profiles_out writes the profiles fitted to the whole file. A silicon row whose
+    checkpoint the catalog does not know is read from its config.json in `configs_dir` (by default the
+    `configs/` folder beside the CSV, where there is one; planner/model_configs.py)."""
     with csv_path.open(newline="") as handle:
         header = next(csv.reader(handle), [])
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
@@ -80,7 +84,13 @@ def accuracy_report(
     if is_silicon_layout(header):
         fit = fit or bool(profiles_out)
         stored = load_profiles(ENGINE_PROFILES)[0] if use_calibration and not (fit or cv) else None
-        return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv, stored=stored, profiles_out=profiles_out)
+        if configs_dir is None and (csv_path.parent / CONFIGS_FOLDER).is_dir():
+            configs_dir = csv_path.parent / CONFIGS_FOLDER
+        return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv, stored=stored, profiles_out=profiles_out,
+                               configs_dir=configs_dir)  # fmt: skip
+    if configs_dir is not None:
+        raise ValueError("--configs: only a silicon-layout file names its checkpoints by Hugging Face repository; this "
+                         "project's format names catalog models by slug")  # fmt: skip
     with csv_path.open(newline="") as handle:
         measured = read_measurements(handle)
     if fit or cv or profiles_out:
@@ -332,9 +342,16 @@ IN_STEP_WARNING = ("closed loop read in step (in-step share 1, not the profile's
 class _Silicon:
     """The silicon rows resolved against the catalog once, predicted under any serving-engine profiles."""
 
-    def __init__(self, csv_path: Path, models: dict[str, Any], chips: dict[str, Any], calibration) -> None:
+    def __init__(self, csv_path: Path, models: dict[str, Any], chips: dict[str, Any], calibration, *, configs_dir: Path | None = None) -> None:
         with csv_path.open(newline="") as handle:
             self.measured = read_silicon(handle)
+        # The checkpoints the catalog does not know, read from their configs for this run (nothing stored).
+        unknown = {row.model_path for row in self.measured if row.model_path not in models}
+        self.from_configs = None
+        if configs_dir is not None and unknown:
+            self.from_configs = models_from_configs(unknown, configs_dir, taken_slugs={model.slug for model in models.values()})
+        if self.from_configs is not None:
+            models = {**models, **self.from_configs.models}
         self.models, self.chips, self.calibration = models, chips, calibration
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
@@ -411,8 +428,11 @@ class _Silicon:
             model, chip = self.models.get(row.model_path), self.chips.get(row.system)
             missing = [name for name, found in ((row.model_path, model), (row.system, chip)) if found is None]
             if missing:
+                reason = f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"
+                refused = self.from_configs.refused.get(row.model_path) if self.from_configs is not None else None
+                reason += f"; its config was refused: {refused}" if refused else ""
                 for metric in SILICON_METRICS:
-                    unpredicted.append({"id": row.id, "metric": metric, "reason": f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"})
+                    unpredicted.append({"id": row.id, "metric": metric, "reason": reason})
                 continue
             engine = ENGINE_NAMES.get(row.engine, row.engine)
             key = self.spec_key(row)
@@ -535,16 +555,18 @@ def write_error_bands(*, csv_path: Path, out: Path, other_chips: Path | None = N
 
 def _silicon_report(
     csv_path: Path, models, chips, calibration, *, fit: bool = False, cv: bool = False, stored=None, profiles_out: Path | None = None,
-    keep_held_out: bool = False,
+    keep_held_out: bool = False, configs_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Each silicon row gives two measured values (TTFT, TPOT), each predicted and reported under the row's
     id: with the `stored` serving-engine profiles where given, else at the spec defaults. With fit, profiles
     are fitted to the file and every row predicted with them; with cv, each engine, chip and model family is
     held out in turn, fitted on the rest and predicted."""
-    silicon = _Silicon(csv_path, models, chips, calibration)
+    silicon = _Silicon(csv_path, models, chips, calibration, configs_dir=configs_dir)
     total = 2 * len(silicon.measured)
     rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
+    if silicon.from_configs is not None:
+        report["models_from_configs"] = {"folder": str(configs_dir), "read": silicon.from_configs.files, "refused": silicon.from_configs.refused}
     report["replicates"] = replicate_spread(silicon.measured)
     rooflines = silicon.tpot_rooflines()
     _mark_below_roofline(report, rooflines)
@@ -639,6 +661,12 @@ def format_report(report: dict[str, Any]) -> str:
                          f"in step {p['in_step_share']:.2f}  per expert-layer {p['request_overhead_per_expert_layer_s'] * 1e6:.2f} us  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
         lines.append(f"predicted with the stored profiles ({report['profiles_used']})")
+    configs = report.get("models_from_configs")
+    if configs and (configs["read"] or configs["refused"]):
+        read = ", ".join(f"{path} ({name})" for path, name in configs["read"].items()) or "none"
+        lines.append(f"checkpoints the catalog lacks, read from {configs['folder']} for this run (not stored): {read}")
+        for path, reason in configs["refused"].items():
+            lines.append(f"  {path}: not read, {reason}")
     replicates = report.get("replicates")
     if replicates and replicates["groups"]:
         floors = "  ".join(f"{m} {replicates[m]['mdape']:.1f}% (n={replicates[m]['count']})" for m in SILICON_METRICS if replicates[m]["count"])

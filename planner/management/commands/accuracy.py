@@ -30,16 +30,21 @@ class Command(BaseCommand):
                             "profiles to this project's format) and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each group in turn (silicon: engine, chip, model family; "
                             "this project's format: chip, compute architecture, engine) (cross-validated).")
+        parser.add_argument("--configs", type=Path, help="A silicon-layout file's folder of Hugging Face configs "
+                            "(ORG--NAME_config.json, ORG--NAME_hf_quant_config.json): a checkpoint the catalog does not know is "
+                            "read from it for this run, nothing stored (default: the configs/ folder beside the CSV, if any).")
         parser.add_argument("--profiles-out", type=Path, help="Fit the profiles to this file and write them to this JSON file.")
         parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
         parser.add_argument("--bands-other", type=Path, help="With --bands-out: also the bands of the chips the silicon file does not measure, from "
                             "this measurements file (this project's format) predicted with chip-family profiles, each compute architecture held out.")
 
     def handle(self, *args, csv: Path, as_json: bool, markdown: bool, spec_defaults: bool, fit: bool, cv: bool, profiles_out, bands_out, bands_other, write_doc,
-               **options):
+               configs=None, **options):
         for path in (csv, bands_other):
             if path is not None and not path.is_file():
                 raise CommandError(f"{path}: no such file")
+        if configs is not None and not configs.is_dir():
+            raise CommandError(f"--configs {configs}: no such folder")
         if bands_other and not bands_out:
             raise CommandError("--bands-other needs --bands-out")
         if as_json and markdown:
@@ -55,7 +60,8 @@ class Command(BaseCommand):
             self.stdout.write(f"{count} error bands written to {bands_out}")
             return
         try:
-            report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv, profiles_out=profiles_out)
+            report = accuracy_report(csv_path=csv, use_calibration=not spec_defaults, fit=fit, cv=cv, profiles_out=profiles_out,
+                                     configs_dir=configs)  # fmt: skip
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if as_json:
