@@ -50,7 +50,7 @@ from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_un
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
-from planner.model_configs import CONFIGS_FOLDER, models_from_configs
+from planner.model_configs import CONFIGS_FOLDER, models_from_configs, report_entry, report_lines
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -566,7 +566,7 @@ def _silicon_report(
     rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
     if silicon.from_configs is not None:
-        report["models_from_configs"] = {"folder": str(configs_dir), "read": silicon.from_configs.files, "refused": silicon.from_configs.refused}
+        report["models_from_configs"] = report_entry(silicon.from_configs, configs_dir)
     report["replicates"] = replicate_spread(silicon.measured)
     rooflines = silicon.tpot_rooflines()
     _mark_below_roofline(report, rooflines)
@@ -661,12 +661,7 @@ def format_report(report: dict[str, Any]) -> str:
                          f"in step {p['in_step_share']:.2f}  per expert-layer {p['request_overhead_per_expert_layer_s'] * 1e6:.2f} us  ({p['values']} values)")  # fmt: skip
     if report.get("profiles_used"):
         lines.append(f"predicted with the stored profiles ({report['profiles_used']})")
-    configs = report.get("models_from_configs")
-    if configs and (configs["read"] or configs["refused"]):
-        read = ", ".join(f"{path} ({name})" for path, name in configs["read"].items()) or "none"
-        lines.append(f"checkpoints the catalog lacks, read from {configs['folder']} for this run (not stored): {read}")
-        for path, reason in configs["refused"].items():
-            lines.append(f"  {path}: not read, {reason}")
+    lines += report_lines(report.get("models_from_configs"))
     replicates = report.get("replicates")
     if replicates and replicates["groups"]:
         floors = "  ".join(f"{m} {replicates[m]['mdape']:.1f}% (n={replicates[m]['count']})" for m in SILICON_METRICS if replicates[m]["count"])

@@ -34,6 +34,20 @@ class ConfigModels:
     refused: dict[str, str]
 
 
+def report_entry(found: ConfigModels, configs_dir: Path) -> dict:
+    """What a report says of the configs it read (JSON-ready)."""
+    return {"folder": str(configs_dir), "read": found.files, "refused": found.refused}
+
+
+def report_lines(entry: dict | None) -> list[str]:
+    """A text report's lines for report_entry's dict: what was read, and why each refused config was not."""
+    if not entry or not (entry["read"] or entry["refused"]):
+        return []
+    read = ", ".join(f"{path} ({name})" for path, name in entry["read"].items()) or "none"
+    lines = [f"checkpoints the catalog lacks, read from {entry['folder']} for this run (not stored): {read}"]
+    return lines + [f"  {path}: not read, {reason}" for path, reason in entry["refused"].items()]
+
+
 def config_files(configs_dir: Path, model_path: str) -> tuple[Path, Path]:
     """The repository's config.json and hf_quant_config.json as the folder names them."""
     stem = model_path.strip().replace("/", "--")

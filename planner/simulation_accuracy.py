@@ -36,6 +36,7 @@ from planner.engine_profiles import profiled
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
 from planner.engine.units import DTYPES
+from planner.model_configs import CONFIGS_FOLDER, models_from_configs, report_entry, report_lines
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
@@ -183,18 +184,28 @@ def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip
     }  # fmt: skip
 
 
-def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = None) -> dict[str, Any]:
+def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = None, configs_dir: Path | None = None) -> dict[str, Any]:
     """Every published percentile of every row against its simulation, and MdAPE by percentile and metric. A file
-    in AIConfigurator's silicon layout (detected by its header) is read as closed-loop means (silicon_rows)."""
+    in AIConfigurator's silicon layout (detected by its header) is read as closed-loop means (silicon_rows), a
+    checkpoint the catalog lacks read from its config in `configs_dir` (default: the configs/ folder beside the
+    CSV; planner/model_configs.py), as `manage.py accuracy` reads it."""
     models = _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")
     chips = list(Chip.objects.filter(measured=False))
+    from_configs = None
     with csv_path.open(newline="") as handle:
         if is_silicon_layout(csv.DictReader(handle).fieldnames):
             handle.seek(0)
             rows = silicon_rows(read_silicon(handle), range_ratio=range_ratio)
+            configs_dir = configs_dir or (csv_path.parent / CONFIGS_FOLDER if (csv_path.parent / CONFIGS_FOLDER).is_dir() else None)
+            unknown = {row["model_hf_id"] for row in rows if row["model_hf_id"] not in models}
+            if configs_dir is not None and unknown:
+                from_configs = models_from_configs(unknown, configs_dir, taken_slugs={model.slug for model in models.values()})
+                models = {**models, **from_configs.models}
         else:
             if range_ratio is not None:
                 raise ValueError("--range-ratio reads a silicon file's lengths; this file states its own")
+            if configs_dir is not None:
+                raise ValueError("--configs: only a silicon-layout file names its checkpoints by Hugging Face repository")
             handle.seek(0)
             rows = list(csv.DictReader(handle))
     values, unpredicted, first_rounds = [], [], []
@@ -228,7 +239,10 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                     "serving_engine_profile": data["serving_engine"] if profiled(data["serving_engine"], data["chip"]) else None,
                     "notes": notes, "source": row["source"],
                 })  # fmt: skip
-    return {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values), "first_rounds": first_rounds}
+    report = {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values), "first_rounds": first_rounds}
+    if from_configs is not None:
+        report["models_from_configs"] = report_entry(from_configs, configs_dir)
+    return report
 
 
 def first_round(row: dict[str, str], *, mean_s: float, p50_s: float) -> dict[str, float] | None:
@@ -323,6 +337,7 @@ def format_simulation_accuracy(report: dict[str, Any]) -> str:
     lines.append("")
     simulated = len({v["id"] for v in report["values"]})
     lines.append(f"{simulated} of {report['rows']} rows simulated ({len(report['unpredicted'])} not), {len(report['values'])} published percentiles")
+    lines += report_lines(report.get("models_from_configs"))
     for p, stats in report["summary"].items():
         if not stats["count"]:
             continue

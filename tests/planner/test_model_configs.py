@@ -87,3 +87,17 @@ def test_two_repositories_whose_names_differ_only_in_punctuation_get_their_own_s
     found = models_from_configs(["acme/m.1", "acme/m-1", "acme/absent"], tmp_path, taken_slugs={"acme-m-1"})
     assert sorted(model.slug for model in found.models.values()) == ["acme-m-1-2", "acme-m-1-3"]
     assert set(found.models) == {"acme/m.1", "acme/m-1"} and not found.refused
+
+
+def test_the_serving_simulator_reads_the_same_configs_and_simulates_the_copy_as_the_catalog_model(catalog, tmp_path, capsys):
+    rows = [row for row in _silicon_rows("meta-llama/Llama-3.1-70B", 40) if row["mode"] == "agg"][:1]
+    call_command("simaccuracy", str(_write(tmp_path / "known.csv", rows)), "--json")
+    known = json.loads(capsys.readouterr().out)
+    (tmp_path / "new" / "configs").mkdir(parents=True)
+    shutil.copy(HF_CONFIGS / "llama-3.1-70b.json", tmp_path / "new" / "configs" / "acme--Llama-70B-Copy_config.json")
+    call_command("simaccuracy", str(_write(tmp_path / "new" / "silicon.csv", [{**row, "model_path": "acme/Llama-70B-Copy"} for row in rows])), "--json")
+    copied = json.loads(capsys.readouterr().out)
+    assert known["values"] and [v["predicted_s"] for v in copied["values"]] == pytest.approx([v["predicted_s"] for v in known["values"]], rel=1e-9)
+    assert copied["models_from_configs"]["read"] == {"acme/Llama-70B-Copy": "acme--Llama-70B-Copy_config.json"}
+    with pytest.raises(CommandError, match="only a silicon-layout file"):
+        call_command("simaccuracy", str(FIXTURES / "serving_percentiles.csv"), "--configs", str(tmp_path))

@@ -20,12 +20,17 @@ class Command(BaseCommand):
         parser.add_argument("--range-ratio", type=float, default=None, dest="range_ratio",
                             help="A silicon file only: draw each length uniformly in [R x L, L] (InferenceX's --random-range-ratio) "
                                  "instead of the fixed lengths its README states.")
+        parser.add_argument("--configs", type=Path, help="A silicon file only: its folder of Hugging Face configs (ORG--NAME_config.json): "
+                            "a checkpoint the catalog does not know is read from it for this run (default: the configs/ folder beside the CSV, if any).")
         parser.add_argument("--write-doc", type=Path, help="With --markdown: write the tables into this doc, between its line "
                             "'<!-- generated: manage.py simaccuracy CSV --markdown -->' (CSV as given here) and the next '<!-- end generated -->'.")
 
-    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, range_ratio: float | None, write_doc: Path | None, **options):
+    def handle(self, *args, csv: Path, as_json: bool, markdown: bool, range_ratio: float | None, write_doc: Path | None,
+               configs: Path | None = None, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
+        if configs is not None and not configs.is_dir():
+            raise CommandError(f"--configs {configs}: no such folder")
         if as_json and markdown:
             raise CommandError("--json and --markdown: choose one")
         doc_command = f"manage.py simaccuracy {csv} --markdown"
@@ -34,7 +39,7 @@ class Command(BaseCommand):
                 raise CommandError("--write-doc needs --markdown (and the lengths as the file states them, no --range-ratio)")
             check_doc_block(write_doc, command=doc_command)
         try:
-            report = simulation_accuracy_report(csv_path=csv, range_ratio=range_ratio)
+            report = simulation_accuracy_report(csv_path=csv, range_ratio=range_ratio, configs_dir=configs)
         except (KeyError, ValueError) as exc:
             raise CommandError(f"{csv}: {exc}") from None
         if write_doc is not None:
