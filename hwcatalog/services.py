@@ -132,7 +132,7 @@ def model_import_hf(
         raise ValidationError({"hf_id": f"A model with hf_id {hf_id!r} already exists."})
     model, style = model_from_hf_config(config=config, slug=slug, name=name, family=family, source=source, hf_id=hf_id,
                                         quant_config=quant_config)  # fmt: skip
-    model.full_clean()
+    model.validate_unique()  # the fields were cleaned by model_from_hf_config
     model.save()
     return model, style
 

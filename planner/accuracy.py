@@ -50,7 +50,7 @@ from planner.engine_profiles import ENGINE_PROFILES, engine_factors, measured_un
 from planner.engine.silicon import ENGINE_NAMES
 from planner.engine.silicon import METRICS as SILICON_METRICS
 from planner.engine.silicon import is_silicon_layout, published_decode_workers, read_silicon, replicate_spread, silicon_estimates, tpot_roofline_s
-from planner.model_configs import CONFIGS_FOLDER, models_from_configs, report_entry, report_lines
+from planner.model_configs import SILICON_ONLY, configs_folder, report_lines, unknown_model_reason, with_config_models
 
 
 def _by_name(rows, *alias_fields: str) -> dict[str, Any]:
@@ -84,13 +84,10 @@ def accuracy_report(
     if is_silicon_layout(header):
         fit = fit or bool(profiles_out)
         stored = load_profiles(ENGINE_PROFILES)[0] if use_calibration and not (fit or cv) else None
-        if configs_dir is None and (csv_path.parent / CONFIGS_FOLDER).is_dir():
-            configs_dir = csv_path.parent / CONFIGS_FOLDER
         return _silicon_report(csv_path, models, chips, calibration, fit=fit, cv=cv, stored=stored, profiles_out=profiles_out,
-                               configs_dir=configs_dir)  # fmt: skip
+                               configs_dir=configs_folder(csv_path, configs_dir))  # fmt: skip
     if configs_dir is not None:
-        raise ValueError("--configs: only a silicon-layout file names its checkpoints by Hugging Face repository; this "
-                         "project's format names catalog models by slug")  # fmt: skip
+        raise ValueError(f"{SILICON_ONLY}; this project's format names catalog models by slug")
     with csv_path.open(newline="") as handle:
         measured = read_measurements(handle)
     if fit or cv or profiles_out:
@@ -346,12 +343,7 @@ class _Silicon:
         with csv_path.open(newline="") as handle:
             self.measured = read_silicon(handle)
         # The checkpoints the catalog does not know, read from their configs for this run (nothing stored).
-        unknown = {row.model_path for row in self.measured if row.model_path not in models}
-        self.from_configs = None
-        if configs_dir is not None and unknown:
-            self.from_configs = models_from_configs(unknown, configs_dir, taken_slugs={model.slug for model in models.values()})
-        if self.from_configs is not None:
-            models = {**models, **self.from_configs.models}
+        models, self.from_configs = with_config_models(models, (row.model_path for row in self.measured), configs_dir)
         self.models, self.chips, self.calibration = models, chips, calibration
         self.specs: dict[tuple[str, str, str], Any] = {}
         self.schedulers = catalog_specs.engine_schedulers()  # the row's engine's memory rule, batch cap, prefill budget
@@ -429,8 +421,8 @@ class _Silicon:
             missing = [name for name, found in ((row.model_path, model), (row.system, chip)) if found is None]
             if missing:
                 reason = f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"
-                refused = self.from_configs.refused.get(row.model_path) if self.from_configs is not None else None
-                reason += f"; its config was refused: {refused}" if refused else ""
+                if model is None and self.from_configs is not None:
+                    reason = unknown_model_reason(row.model_path, self.from_configs) + ("" if chip else f"; nor the chip {row.system!r}")
                 for metric in SILICON_METRICS:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": reason})
                 continue
@@ -566,7 +558,7 @@ def _silicon_report(
     rows, unpredicted = silicon.predict(profiles=stored or None, shares=fit or cv)
     report = _report(rows, unpredicted, total)
     if silicon.from_configs is not None:
-        report["models_from_configs"] = report_entry(silicon.from_configs, configs_dir)
+        report["models_from_configs"] = silicon.from_configs.report()
     report["replicates"] = replicate_spread(silicon.measured)
     rooflines = silicon.tpot_rooflines()
     _mark_below_roofline(report, rooflines)

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from planner.engine import group_stats
 from planner.engine.family_fit import pooled_kind
+from planner.model_configs import report_lines
 
 # Why a profile that transfers speaks beyond the chips it was fitted on (planner/accuracy.py, _transfers).
 TRANSFER_REASON = "each architecture held out is predicted better than at the spec defaults"
@@ -248,4 +249,5 @@ def markdown_report(report: Mapping[str, Any]) -> str:
     out += _below_roofline(report, groups)
     out += [f"The largest misses ({MISSES_PER_METRIC} per metric):", "", *_misses(rows, metrics, MISSES_PER_METRIC), ""]
     out += _unpredicted(report)
-    return "\n".join(out)
+    configs = report_lines(report.get("models_from_configs"))
+    return "\n".join(out + ([""] + configs if configs else []))

@@ -36,7 +36,7 @@ from planner.engine_profiles import profiled
 from planner.engine.silicon import attention_layout, is_silicon_layout, read_silicon
 from planner.engine.simulation import Arrivals, Lengths, SchedulerOptions, SimulationWorkload, Slos
 from planner.engine.units import DTYPES
-from planner.model_configs import CONFIGS_FOLDER, models_from_configs, report_entry, report_lines
+from planner.model_configs import SILICON_ONLY, ConfigModels, configs_folder, report_lines, unknown_model_reason, with_config_models
 from planner.simulation_services import SimulationRefused, simulate_setup, simulation_setup
 
 PERCENTILES = ("p50", "p90", "p99", "mean")
@@ -162,10 +162,10 @@ def _kv_dtype(row: dict[str, str]) -> str | None:
     return published or None
 
 
-def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip]) -> dict[str, Any]:
+def _configuration(row: dict[str, str], models: dict[str, Any], chips: list[Chip], from_configs: ConfigModels | None = None) -> dict[str, Any]:
     model = models.get(row["model_hf_id"].strip())
     if model is None:
-        raise ValueError(f"model {row['model_hf_id']!r} is not in the catalog (by hf_id or alias)")
+        raise ValueError(unknown_model_reason(row["model_hf_id"].strip(), from_configs))
     chip, why = resolve_chip(row["chip"], chips)
     if chip is None:
         raise ValueError(why)
@@ -196,16 +196,12 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
         if is_silicon_layout(csv.DictReader(handle).fieldnames):
             handle.seek(0)
             rows = silicon_rows(read_silicon(handle), range_ratio=range_ratio)
-            configs_dir = configs_dir or (csv_path.parent / CONFIGS_FOLDER if (csv_path.parent / CONFIGS_FOLDER).is_dir() else None)
-            unknown = {row["model_hf_id"] for row in rows if row["model_hf_id"] not in models}
-            if configs_dir is not None and unknown:
-                from_configs = models_from_configs(unknown, configs_dir, taken_slugs={model.slug for model in models.values()})
-                models = {**models, **from_configs.models}
+            models, from_configs = with_config_models(models, (row["model_hf_id"].strip() for row in rows), configs_folder(csv_path, configs_dir))
         else:
             if range_ratio is not None:
                 raise ValueError("--range-ratio reads a silicon file's lengths; this file states its own")
             if configs_dir is not None:
-                raise ValueError("--configs: only a silicon-layout file names its checkpoints by Hugging Face repository")
+                raise ValueError(SILICON_ONLY)
             handle.seek(0)
             rows = list(csv.DictReader(handle))
     values, unpredicted, first_rounds = [], [], []
@@ -213,7 +209,7 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
         try:
             if row.get("refused"):
                 raise ValueError(row["refused"])
-            data = _configuration(row, models, chips)
+            data = _configuration(row, models, chips, from_configs)
             workload, notes = row_workload(row)
             notes = data.pop("read_as") + notes + (_silicon_layout(row, data) if row.get("layout") else [])
             setup = simulation_setup(data=data, workload=workload)
@@ -241,7 +237,7 @@ def simulation_accuracy_report(*, csv_path: Path, range_ratio: float | None = No
                 })  # fmt: skip
     report = {"values": values, "unpredicted": unpredicted, "rows": len(rows), "summary": _summary(values), "first_rounds": first_rounds}
     if from_configs is not None:
-        report["models_from_configs"] = report_entry(from_configs, configs_dir)
+        report["models_from_configs"] = from_configs.report()
     return report
 
 
@@ -402,4 +398,5 @@ def markdown_simulation_accuracy(report: dict[str, Any]) -> str:
     if report["unpredicted"]:
         lines += ["", "Not simulated:", ""]
         lines += [f"- {u['id']}: {u['reason']}" for u in report["unpredicted"]]
-    return "\n".join(lines)
+    configs = report_lines(report.get("models_from_configs"))
+    return "\n".join(lines + ([""] + configs if configs else []))

@@ -130,7 +130,7 @@ def read_silicon(lines: Iterable[str]) -> list[SiliconRow]:
         concurrency = int(found.group(1)) if found else _int(r["batch_size"], 1)
         rows.append(
             SiliconRow(
-                id=r["id"], engine=r["backend"], engine_version=r["backend_version"], model_path=r["model_path"], system=r["system"],
+                id=r["id"], engine=r["backend"], engine_version=r["backend_version"], model_path=r["model_path"].strip(), system=r["system"].strip(),
                 precision=r["precision"], mode=r["mode"], prompt_tokens=int(r["isl"]), output_tokens=int(r["osl"]),
                 concurrency=concurrency, agg=_layout(r, "") if agg else None, prefill=None if agg else _layout(r, "prefill_"),
                 decode=None if agg else _layout(r, "decode_"), ttft_s=float(r["silicon_ttft_ms"]) / 1e3,

@@ -59,3 +59,9 @@ def test_every_aiconfigurator_system_names_a_catalog_chip(catalog):
 ])  # fmt: skip
 def test_a_pre_quantised_checkpoint_finds_the_architecture_it_quantises(catalog, name, slug):
     assert _by_name(ModelArch.objects.all(), "hf_id", "hf_aliases")[name].slug == slug
+
+
+def test_every_amd_instinct_gpu_answers_to_its_short_name(catalog):
+    chips = _by_name(Chip.objects.all(), "aliases")
+    for short in ("mi210", "mi250x", "mi300x", "mi325x", "mi355x"):
+        assert chips[short].slug == f"amd-{short}"

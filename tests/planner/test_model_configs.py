@@ -101,3 +101,57 @@ def test_the_serving_simulator_reads_the_same_configs_and_simulates_the_copy_as_
     assert copied["models_from_configs"]["read"] == {"acme/Llama-70B-Copy": "acme--Llama-70B-Copy_config.json"}
     with pytest.raises(CommandError, match="only a silicon-layout file"):
         call_command("simaccuracy", str(FIXTURES / "serving_percentiles.csv"), "--configs", str(tmp_path))
+
+
+def test_a_checkpoint_takes_the_one_config_named_as_its_base_model_as_aiconfigurator_names_them(catalog, tmp_path, capsys):
+    """The layout's folder names Llama-3.1-70B's config meta-llama--Meta-Llama-3.1-70B_config.json, and serves the
+    instruct and FP8 checkpoints of the same model with it."""
+    rows = [{**row, "model_path": "acme/Llama-3.1-70B-Instruct-FP8"} for row in _silicon_rows("meta-llama/Llama-3.1-70B", 2)]
+    shutil.copy(HF_CONFIGS / "llama-3.1-70b.json", tmp_path / "acme--Meta-Llama-3.1-70B_config.json")
+    shutil.copy(HF_CONFIGS / "llama-3.1-8b.json", tmp_path / "acme--Meta-Llama-3.1-8B_config.json")
+
+    report = _report(capsys, _write(tmp_path / "s.csv", rows), "--configs", tmp_path)
+
+    assert report["summary"]["unpredicted"] == 0
+    assert report["models_from_configs"]["read"] == {"acme/Llama-3.1-70B-Instruct-FP8": "acme--Meta-Llama-3.1-70B_config.json (its base model's, by name)"}
+    shutil.copy(HF_CONFIGS / "llama-3.1-70b.json", tmp_path / "other--Llama-3.1-70B_config.json")
+    ambiguous = _report(capsys, tmp_path / "s.csv", "--configs", tmp_path)
+    assert ambiguous["summary"]["count"] == 0
+    assert "several configs are named as its base model: acme--Meta-Llama-3.1-70B_config.json, other--Llama-3.1-70B_config.json" in ambiguous["unpredicted"][0]["reason"]
+
+
+def test_what_the_folder_cannot_give_is_named_file_by_file_and_nothing_crashes(catalog, tmp_path, capsys):
+    rows = _silicon_rows("Qwen/Qwen3-32B", 1)
+    paths = ["acme/BadQuant", "acme/Absent", "acme/" + "x" * 300]
+    (tmp_path / "acme--BadQuant_config.json").write_text((HF_CONFIGS / "qwen3-32b.json").read_text())
+    (tmp_path / "acme--BadQuant_hf_quant_config.json").write_text("nope")
+    silicon = _write(tmp_path / "s.csv", [{**rows[0], "id": f"r{i}", "model_path": path} for i, path in enumerate(paths)])
+
+    report = _report(capsys, silicon, "--configs", tmp_path)
+
+    reasons = {u["id"]: u["reason"] for u in report["unpredicted"]}
+    assert "acme--BadQuant_hf_quant_config.json: Not a JSON file" in reasons["r0"]
+    assert "no acme--Absent_config.json" in reasons["r1"] and str(tmp_path) in reasons["r1"]
+    assert "file name cannot be looked up" in reasons["r2"]
+    assert report["models_from_configs"]["missing"] == ["acme/Absent"]
+    call_command("accuracy", str(silicon), "--configs", str(tmp_path))
+    text = capsys.readouterr().out
+    assert f"checkpoints the catalog lacks, read from {tmp_path} for this run (not stored): none" in text
+    assert "  acme/Absent: no config for it in the folder" in text and "  acme/BadQuant: not read, acme--BadQuant_hf_quant_config.json" in text
+
+
+def test_a_folder_given_wins_over_the_one_beside_the_file(catalog, tmp_path, capsys):
+    rows = [{**row, "model_path": "acme/M"} for row in _silicon_rows("meta-llama/Llama-3.1-70B", 1)]
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "acme--M_config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "given").mkdir()
+    shutil.copy(HF_CONFIGS / "llama-3.1-70b.json", tmp_path / "given" / "acme--M_config.json")
+    silicon = _write(tmp_path / "s.csv", rows)
+
+    assert _report(capsys, silicon)["summary"]["count"] == 0  # the folder beside: a config the importer refuses
+    assert _report(capsys, silicon, "--configs", tmp_path / "given")["summary"]["count"] == 2
+    call_command("simaccuracy", str(silicon), "--json")
+    refused = json.loads(capsys.readouterr().out)["unpredicted"][0]["reason"]
+    assert "'acme/M' is not in the catalog" in refused and "acme--M_config.json: hidden_size" in refused
+    with pytest.raises(CommandError, match="--configs and --bands-out"):
+        call_command("accuracy", str(silicon), "--configs", str(tmp_path / "given"), "--bands-out", str(tmp_path / "b.json"))

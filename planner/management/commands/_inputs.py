@@ -3,11 +3,25 @@ CLI goes through the same serializers (and the same 400-style errors) as the RES
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
 from planner import doc_blocks
+
+
+def add_configs_argument(parser) -> None:
+    """Both accuracy commands' --configs (planner/model_configs.py)."""
+    parser.add_argument("--configs", type=Path, help="A silicon-layout file's folder of Hugging Face configs (ORG--NAME_config.json, "
+                        "ORG--NAME_hf_quant_config.json): a checkpoint the catalog does not know is read from its own config or the one "
+                        "named as its base model, for this run, nothing stored (default: the configs/ folder beside the CSV, if any).")
+
+
+def checked_configs(configs: Path | None) -> Path | None:
+    if configs is not None and not configs.is_dir():
+        raise CommandError(f"--configs {configs}: no such folder")
+    return configs
 
 
 def add_workload_arguments(parser) -> None:

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from planner.accuracy import accuracy_report, format_report, write_error_bands
 from planner.accuracy_tables import markdown_report
-from planner.management.commands._inputs import check_doc_block, write_doc_block
+from planner.management.commands._inputs import add_configs_argument, check_doc_block, checked_configs, write_doc_block
 from planner.services import json_safe
 
 
@@ -30,9 +30,7 @@ class Command(BaseCommand):
                             "profiles to this project's format) and predict with them (in-sample).")
         parser.add_argument("--cv", action="store_true", help="Also hold out each group in turn (silicon: engine, chip, model family; "
                             "this project's format: chip, compute architecture, engine) (cross-validated).")
-        parser.add_argument("--configs", type=Path, help="A silicon-layout file's folder of Hugging Face configs "
-                            "(ORG--NAME_config.json, ORG--NAME_hf_quant_config.json): a checkpoint the catalog does not know is "
-                            "read from it for this run, nothing stored (default: the configs/ folder beside the CSV, if any).")
+        add_configs_argument(parser)
         parser.add_argument("--profiles-out", type=Path, help="Fit the profiles to this file and write them to this JSON file.")
         parser.add_argument("--bands-out", type=Path, help="Write the 80%% error bands (spec defaults; fitted profiles, cross-validated) to this JSON file.")
         parser.add_argument("--bands-other", type=Path, help="With --bands-out: also the bands of the chips the silicon file does not measure, from "
@@ -43,8 +41,8 @@ class Command(BaseCommand):
         for path in (csv, bands_other):
             if path is not None and not path.is_file():
                 raise CommandError(f"{path}: no such file")
-        if configs is not None and not configs.is_dir():
-            raise CommandError(f"--configs {configs}: no such folder")
+        if checked_configs(configs) is not None and bands_out:
+            raise CommandError("--configs and --bands-out: the bands are built from the catalog's models only")
         if bands_other and not bands_out:
             raise CommandError("--bands-other needs --bands-out")
         if as_json and markdown:

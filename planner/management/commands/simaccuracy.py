@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from planner.management.commands._inputs import check_doc_block, write_doc_block
+from planner.management.commands._inputs import add_configs_argument, check_doc_block, checked_configs, write_doc_block
 from planner.services import json_safe
 from planner.simulation_accuracy import format_simulation_accuracy, markdown_simulation_accuracy, simulation_accuracy_report
 
@@ -20,8 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--range-ratio", type=float, default=None, dest="range_ratio",
                             help="A silicon file only: draw each length uniformly in [R x L, L] (InferenceX's --random-range-ratio) "
                                  "instead of the fixed lengths its README states.")
-        parser.add_argument("--configs", type=Path, help="A silicon file only: its folder of Hugging Face configs (ORG--NAME_config.json): "
-                            "a checkpoint the catalog does not know is read from it for this run (default: the configs/ folder beside the CSV, if any).")
+        add_configs_argument(parser)
         parser.add_argument("--write-doc", type=Path, help="With --markdown: write the tables into this doc, between its line "
                             "'<!-- generated: manage.py simaccuracy CSV --markdown -->' (CSV as given here) and the next '<!-- end generated -->'.")
 
@@ -29,8 +28,7 @@ class Command(BaseCommand):
                configs: Path | None = None, **options):
         if not csv.is_file():
             raise CommandError(f"{csv}: no such file")
-        if configs is not None and not configs.is_dir():
-            raise CommandError(f"--configs {configs}: no such folder")
+        checked_configs(configs)
         if as_json and markdown:
             raise CommandError("--json and --markdown: choose one")
         doc_command = f"manage.py simaccuracy {csv} --markdown"
