@@ -418,11 +418,9 @@ class _Silicon:
             if only is not None and row.id not in only:
                 continue
             model, chip = self.models.get(row.model_path), self.chips.get(row.system)
-            missing = [name for name, found in ((row.model_path, model), (row.system, chip)) if found is None]
-            if missing:
-                reason = f"not in the catalog (by slug, hf_id or alias): {', '.join(missing)}"
-                if model is None and self.from_configs is not None:
-                    reason = unknown_model_reason(row.model_path, self.from_configs) + ("" if chip else f"; nor the chip {row.system!r}")
+            if model is None or chip is None:
+                reasons = [unknown_model_reason(row.model_path, self.from_configs)] if model is None else []
+                reason = "; ".join(reasons + ([] if chip else [f"chip {row.system!r} is not in the catalog (by slug or alias)"]))
                 for metric in SILICON_METRICS:
                     unpredicted.append({"id": row.id, "metric": metric, "reason": reason})
                 continue

@@ -342,18 +342,11 @@ class HardwareFilterSerializer(StrictSerializer):
     ownership = serializers.ChoiceField(choices=["any", "rent", "own"], default="any")
     weight_dtypes = serializers.ListField(child=serializers.ChoiceField(choices=DTYPES), required=False, max_length=7, min_length=1)
 
-    # A value given twice counts once, as a chip does: a repeat would search and rank every configuration twice.
-    def validate_kinds(self, value):
+    def _once_each(self, value):
+        """A value given twice counts once, as a chip does: a repeat would search and rank every configuration twice."""
         return list(dict.fromkeys(value))
 
-    def validate_vendors(self, value):
-        return list(dict.fromkeys(value))
-
-    def validate_pricing_models(self, value):
-        return list(dict.fromkeys(value))
-
-    def validate_weight_dtypes(self, value):
-        return list(dict.fromkeys(value))
+    validate_kinds = validate_vendors = validate_pricing_models = validate_weight_dtypes = _once_each
 
 
 # A plan's tag: a short label, stored lower case so a filter finds it however it was typed.

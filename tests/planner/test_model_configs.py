@@ -114,6 +114,8 @@ def test_a_checkpoint_takes_the_one_config_named_as_its_base_model_as_aiconfigur
 
     assert report["summary"]["unpredicted"] == 0
     assert report["models_from_configs"]["read"] == {"acme/Llama-3.1-70B-Instruct-FP8": "acme--Meta-Llama-3.1-70B_config.json (its base model's, by name)"}
+    call_command("accuracy", str(tmp_path / "s.csv"), "--configs", str(tmp_path), "--markdown")
+    assert "acme/Llama-3.1-70B-Instruct-FP8 (acme--Meta-Llama-3.1-70B_config.json (its base model's, by name))" in capsys.readouterr().out
     shutil.copy(HF_CONFIGS / "llama-3.1-70b.json", tmp_path / "other--Llama-3.1-70B_config.json")
     ambiguous = _report(capsys, tmp_path / "s.csv", "--configs", tmp_path)
     assert ambiguous["summary"]["count"] == 0
