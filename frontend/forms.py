@@ -122,6 +122,8 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
     load = "request_rate_per_s" if post.get("load_kind") == "request_rate" else "concurrency"
     if _given(post.get(load)):
         workload[load] = post.get(load)
+    elif post.get("load_kind") == "request_rate":  # the kind chosen names its field: left empty, the serializer says so
+        workload[load] = None
     if post.get("load_kind") == "closed_loop":  # clients that send again when answered; those memory cannot hold queue
         workload["closed_loop"] = True
     hardware: dict[str, Any] = {name: post.getlist(name) for name in HARDWARE_LISTS if post.getlist(name)}

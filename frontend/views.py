@@ -205,7 +205,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     ranked = results.get("ranked") or []
     table = [
         {"rank": rank, "row": row, "label": charts.configuration_label(row), "memory": charts.memory_breakdown(row.get("memory") or {}),
-         "simulation_refusal": forms.simulation_refusal(row)}
+         "simulation_refusal": forms.simulation_refusal(row), "stage": explain.simulation_cell(row) if row.get("ranking_stage") else None}
         for rank, row in enumerate(ranked, start=1)
     ]
     selected_rank = _selected_rank(request, len(ranked))
@@ -220,6 +220,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "results": results,
         "workload": (plan.inputs or {}).get("workload", {}),
         "hardware": (plan.inputs or {}).get("hardware", {}),
+        "budget": (plan.inputs or {}).get("budget_usd_per_million_output_tokens"),
         "table": table,
         "page_rows": page_rows,
         "ranking_page": ranking_page,
@@ -229,6 +230,8 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "chip_count": chip_count,
         "chart_data": charts.plan_chart_data(results, plan.catalog_snapshot or {}),
         "explanation": explain.winner_explanation(results),
+        "stage": explain.stage_summary(results),
+        "percentile_slos": explain.percentile_slos_text((plan.inputs or {}).get("slo_percentiles")),
         "infeasible_examples": explain.infeasible_examples(results),
         "validations": runs,
         "tags": list(plan.tags.values_list("name", flat=True)),
@@ -451,7 +454,10 @@ def simulation_list(request: HttpRequest) -> HttpResponse:
     runs = (SimulationRun.objects.filter(plan__isnull=True).defer("results", "trace")
             .annotate(**{name: _results_key(*path) for name, path in SIMULATION_SUMMARY.items()}))  # fmt: skip
     page = Paginator(runs, SIMULATIONS_PER_PAGE).get_page(request.GET.get("page"))
-    rows = [{"run": run, "workload": charts.simulation_workload_label(run.inputs or {}, request_count=run.request_count)} for run in page]
+    # A trace fixes the requests (its workload names none): its row count is the run's request count (the trace itself is deferred)
+    rows = [{"run": run, "workload": charts.simulation_workload_label(
+        run.inputs or {}, request_count=run.request_count,
+        trace_rows=run.request_count if "requests" not in ((run.inputs or {}).get("workload") or {}) else None)} for run in page]  # fmt: skip
     return render(request, "frontend/simulation_list.html", {"page": page, "rows": rows})
 
 

@@ -159,8 +159,10 @@ class PlanDetailApi(APIView):
         inputs.is_valid(raise_exception=True)
         change = inputs.validated_data
         with transaction.atomic():  # every change asked for, or none
-            plan = plan_changes.plan_pin_set(plan=plan, pinned=change.get("pinned", plan.pinned), by=request.user)
-            plan = plan_changes.plan_labels_set(plan=plan, name=change.get("name"), tags=change.get("tags"), by=request.user)
+            if "pinned" in change:  # each change checks its own permission and names it in a refusal
+                plan = plan_changes.plan_pin_set(plan=plan, pinned=change["pinned"], by=request.user)
+            if "name" in change or "tags" in change or "pinned" not in change:  # an empty change is still checked
+                plan = plan_changes.plan_labels_set(plan=plan, name=change.get("name"), tags=change.get("tags"), by=request.user)
         return Response(PlanSummarySerializer(plan, context={"request": request}).data)
 
     @extend_schema(request=None, responses={204: None})

@@ -32,7 +32,7 @@ from planner.engine.fleet import (
 from planner.engine.uncertainty import interval, serving_for
 from planner.engine_profiles import split_variant
 from planner.models import FleetPlan
-from planner.runs import queued_resend, run_claim, run_fail, run_send
+from planner.runs import create_done, queued_resend, run_claim, run_fail, run_send
 from planner.services import PlanTooLarge, PreparedSearch, band_basis, error_bands, json_safe, plan_search_prepare
 
 logger = logging.getLogger(__name__)
@@ -383,7 +383,7 @@ def fleet_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=None,
         if outcome["results"]["status"] != "failed":  # "failed": the request's time ran out before any fleet; a worker has more
             if "error" in outcome["results"]:
                 raise FleetRefused(outcome["results"]["error"], field=outcome["results"]["error_field"])
-            return FleetPlan.objects.create(**record, **outcome, status=FleetPlan.Status.DONE, progress=1.0, finished_at=timezone.now())
+            return create_done(FleetPlan, **record, **outcome, status=FleetPlan.Status.DONE, progress=1.0)
     fleet = FleetPlan.objects.create(**record, candidate_count=prepared.candidates, catalog_snapshot=_snapshot(prepared),
                                      status=FleetPlan.Status.QUEUED, progress=0.0)  # fmt: skip
     transaction.on_commit(lambda: _send(fleet))

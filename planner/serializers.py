@@ -419,6 +419,11 @@ class PlanInputSerializer(PlanLabelsSerializer):
         attrs["decodings"] = list(unique.values())
         for decoding in attrs["decodings"]:
             _check_decoding(model, decoding, field="decodings")
+        if attrs.get("slo_percentiles") and all(d["method"] == "diffusion" for d in attrs["decodings"]):
+            raise serializers.ValidationError({"slo_percentiles": [
+                "Percentile SLOs are checked by simulating the top candidates, and the serving simulator does not run masked "
+                "diffusion, which releases each answer after its denoising steps: give workload.ttft_slo_s and tpot_slo_s "
+                "(means) instead."]})  # fmt: skip
         attrs["hardware"] = attrs.get("hardware") or HardwareFilterSerializer().to_internal_value({})
         if attrs.get("scheduler") and not attrs.get("serving_engine"):
             raise serializers.ValidationError({"scheduler": "Name the serving_engine these settings are the command line of."})

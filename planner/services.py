@@ -57,7 +57,7 @@ from planner.engine_profiles import (
     variant_slug,
 )
 from planner.models import Plan, PlanTag
-from planner.runs import queued_resend, run_claim, run_fail, run_send
+from planner.runs import create_done, queued_resend, run_claim, run_fail, run_send
 
 logger = logging.getLogger(__name__)
 
@@ -569,7 +569,7 @@ def _plan_store(prepared, *, record: dict[str, Any], data: dict[str, Any], inlin
 
             if plan_simulation_pending(outcome):
                 return plan_simulations_start(record=record, outcome=outcome)
-        return Plan.objects.create(**record, **outcome, status=Plan.Status.DONE, progress=1.0, finished_at=timezone.now())
+        return create_done(Plan, **record, **outcome, status=Plan.Status.DONE, progress=1.0)
     plan = Plan.objects.create(
         **record, results={}, candidate_count=prepared.candidates, feasible_count=0, status=Plan.Status.QUEUED, progress=0.0,
         # The rows it will use, so they count as referenced while it waits; the worker stores them again.

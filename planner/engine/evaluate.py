@@ -244,13 +244,15 @@ def _evaluate_one_decoding(
         "output_tokens_per_s_total": serve.output_tokens_per_s_total,
         "served_output_tokens_per_s": serve.served_output_tokens_per_s,
         "decode_token_time_s": outcome.token_time_s,
-        "speedup_vs_ar": shared.ar_tpot_s / serve.tpot_s,
+        "speedup_vs_ar": _ratio(shared.ar_tpot_s, serve.tpot_s),
         "queue_wait_s": serve.queue_wait_s,
         "prefill_utilisation": serve.prefill_utilisation,
         "concurrency_needed": serve.concurrency_needed,
         "prefill_chips": serve.prefill_chips,
         "total_chips": total_chips.astype(float),
         "weights_bytes_per_chip": mem.weights_bytes_per_chip,
+        "resident_weights_bytes": np.broadcast_to(sum((extra.params * extra.weight_bytes_per_param for extra in outcome.resident), np.zeros(1)),
+                                                  (len(grid),)).astype(float),
         "kv_bytes_per_chip": mem.kv_bytes_per_chip,
         "kv_bytes_per_sequence_per_chip": np.broadcast_to(mem.kv_bytes_per_sequence_per_chip, (len(grid),)).copy(),
         "activation_bytes_per_chip": mem.activation_bytes_per_chip,
@@ -291,6 +293,12 @@ def _mean_power_fraction(decode_fraction, grid, hw, serve, prefill: PhaseCost, p
     return (grid.chip_count * decode_fraction + pool * prefill_fraction) / (grid.chip_count + pool)
 
 
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, infinite (null in JSON) where the denominator is 0: a TPOT of 0 has no speed-up to state."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return numerator / denominator
+
+
 def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched_s, prefill_tokens, prefill_rank_service_s):
     return serving_metrics(
         concurrency=grid.batch.astype(float),
@@ -300,6 +308,7 @@ def _serve(ctx, grid, hw, outcome: DecodeOutcome, prefill_one_s, prefill_batched
         prefill_one_s=prefill_one_s,
         prefill_batched_per_prompt_s=prefill_batched_s,
         token_time_s=outcome.token_time_s,
+        streamed_token_time_s=outcome.streamed_token_time_s,
         first_token_extra_s=outcome.first_token_extra_s,
         needs_prefill=outcome.needs_prefill,
         delivered_tokens=outcome.delivered_tokens,

@@ -105,6 +105,8 @@ RESULT_FIELDS: tuple[ResultField, ...] = (
        "(Little's law), or the slots its tokens need at this batch's speed where more (NaN without a rate)", in_estimate=False),
     _f("prefill_chips", "", "chips of a disaggregated prefill pool", in_estimate=False),
     _f("batch_per_replica", "sequences", "concurrent sequences per replica", in_estimate=False),
+    _f("resident_weights_bytes", "B", "weights of the models the decoding method holds beside the target (a draft model, draft heads), "
+       "every shard together: what a refusal for weights that do not fit names", in_estimate=False),
     # Memory per chip.
     _f("weights_bytes_per_chip", "B", "weights one chip holds", group="memory"),
     _f("kv_bytes_per_chip", "B", "KV cache one chip holds at this batch", group="memory"),

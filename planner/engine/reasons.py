@@ -73,6 +73,7 @@ class ReasonFacts:
     num_layers: int
     closed_loop: bool = False  # the load is a closed loop's clients (Workload.looped)
     attention_data_parallel: int = 1
+    resident_weights_bytes: float = 0.0  # a draft model's (or draft heads') weights held beside the target's
 
 
 def reason_text(code: int, f: ReasonFacts) -> str:
@@ -97,12 +98,18 @@ def reason_text(code: int, f: ReasonFacts) -> str:
             f"({_gb(f.weights_total_bytes)}) needs at least {need} chips of {_gb(f.chip_memory_bytes)}; got {f.chip_count}"
         )
     if code == WEIGHTS_DONT_FIT:
-        shards = math.ceil(f.weights_total_bytes / max(f.usable_bytes, 1.0))
+        total = f.weights_total_bytes + f.resident_weights_bytes
+        shards = math.ceil(total / max(f.usable_bytes, 1.0))
+        draft = f" and its draft {_gb(f.resident_weights_bytes)}" if f.resident_weights_bytes > 0 else ""
+        wider = shards > f.tensor_parallel * f.pipeline_parallel
         return (
-            f"{f.model_slug} needs {_gb(f.weights_total_bytes)} of weights at {f.weight_dtype}; one {f.chip_slug} has "
+            f"{f.model_slug} needs {_gb(f.weights_total_bytes)} of weights at {f.weight_dtype}{draft}; one {f.chip_slug} has "
             f"{_gb(f.chip_memory_bytes)} ({_gb(f.usable_bytes)} usable) and holds {_gb(f.weights_per_chip_bytes)} with {layout}; "
-            f"try tensor_parallel*pipeline_parallel >= {shards} or a smaller weight dtype (fp8, int8, int4)"
-        )
+            + (f"try tensor_parallel*pipeline_parallel >= {shards} or a smaller weight dtype (fp8, int8, int4)" if wider else
+               "what every shard keeps whole (replicated projections, 16-bit modules) does not fit either: try a smaller weight dtype "
+               "(fp8, int8, int4)")
+            + (" or a smaller draft" if f.resident_weights_bytes > 0 else "")
+        )  # fmt: skip
     if code == CONTEXT_TOO_LONG:
         return f"prompt + output - 1 = {f.context_tokens} tokens exceeds {f.model_slug}'s context of {f.max_context_tokens}"
     if code == KV_DOESNT_FIT:

@@ -128,6 +128,7 @@ class Results:
             attention_data_parallel=int(g.attention_data_parallel[i]),
             num_attention_heads=model.num_attention_heads,
             weights_total_bytes=model.weight_bytes(dtype),
+            resident_weights_bytes=float(self.resident_weights_bytes[i]),
             weights_per_chip_bytes=float(self.weights_bytes_per_chip[i]),
             chip_memory_bytes=float(policy_for(chip).weight_home_bytes(chip)),
             usable_bytes=float(self.usable_bytes_per_chip[i]),

@@ -162,3 +162,12 @@ def test_the_form_runs_a_named_engine_under_its_server_settings(ui_client, dana,
     assert refused.status_code == 200 and "serving_engine" in refused.context["errors"]
     assert 'id="server-settings" open' in refused.content.decode() and 'value="8"' in refused.content.decode()
 
+
+
+def test_a_request_rate_chosen_and_left_empty_is_an_error_at_the_rate_and_stores_nothing(ui_client, catalog):
+    # it had been dropped: a plan stored with no load at all, its page reading "1,000 prompt + 300 output tokens, ;"
+    response = ui_client.post("/", {**CHAT_FORM, "load_kind": "request_rate", "request_rate_per_s": "", "concurrency": ""})
+    assert response.status_code == 200
+    assert response.context["errors"]["request_rate_per_s"] == ["This field may not be null."]
+    assert 'id="err-request_rate_per_s"' in response.content.decode()
+    assert Plan.objects.count() == 0

@@ -167,3 +167,48 @@ def test_a_plan_for_a_request_rate_says_what_its_costs_are_charged_to(client, ca
     assert top["served_output_tokens_per_s"] == pytest.approx(600.0) and top["output_tokens_per_s_total"] > 600.0
     assert top["usd_per_million_output_tokens"] == pytest.approx(top["usd_per_hour"] / (600.0 * 3600) * 1e6, rel=1e-6)
     assert "The request rate asks 600 of those tokens/s" in html
+
+
+def test_a_plan_with_percentile_slos_shows_its_simulation_stage_and_warns_when_nothing_simulated_meets_them(client, catalog):
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 200, "request_rate_per_s": 4},
+                      "hardware": {"chips": ["nvidia-h100-sxm", "nvidia-a100-sxm-80gb", "nvidia-l4"], "max_chips": 2, "weight_dtypes": ["bf16", "fp8"]},
+                      "slo_percentiles": {"ttft": {"p": 99, "s": 0.02}}, "simulation": {"requests": 100, "top_n": 3}})  # fmt: skip
+    assert plan.results["simulation"]["candidates"] == 3
+    html = client.get(f"/plans/{plan.id}/").content.decode()
+    assert "percentile SLOs p99 TTFT ≤ 20 ms" in html and "TTFT target –" not in html
+    assert 'id="simulation-stage"' in html and "The first 3 rows not ruled out by a prefill longer than the TTFT bound were simulated" in html
+    ranked = plan.results["ranked"]
+    assert html.count('<td class="small stage-') == len(ranked)
+    if not plan.results["simulation"]["meeting_slos"]:
+        assert 'id="stage-warning"' in html and "No simulated configuration meets the percentile SLOs" in html
+    ruled_out = [r for r in ranked if r["analytical_miss"]]
+    assert ruled_out and html.count('class="small stage-ruled-out"') == len(ruled_out)
+    assert f"{len(ruled_out):,} rows miss the TTFT bound whatever the load" in html
+
+
+def test_a_plan_whose_budget_leaves_nothing_says_the_budget_did_it(client, catalog):
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 32},
+                      "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 2}, "budget_usd_per_million_output_tokens": 0.0001})  # fmt: skip
+    assert plan.feasible_count == 0 and plan.results["over_budget_count"] > 0
+    html = client.get(f"/plans/{plan.id}/").content.decode()
+    assert "No configuration meets these targets within the budget" in html and "Raise the budget" in html
+    assert f"{plan.results['over_budget_count']:,} meet the targets but cost more than the budget of $0.0001 per 1M output tokens" in html
+
+
+def test_a_plan_run_in_the_request_finishes_when_it_is_stored_not_before(catalog):
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 8},
+                      "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 1}})  # fmt: skip
+    plan.refresh_from_db()
+    assert plan.finished_at == plan.created_at
+
+
+def test_a_plan_whose_simulation_stage_runs_on_workers_says_it_simulates_candidates_not_that_it_searches(client, catalog, settings):
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 10  # the stage goes to the workers (none runs here: the plan stays running)
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 200, "request_rate_per_s": 4},
+                      "hardware": {"chips": ["nvidia-h100-sxm"], "max_chips": 1}, "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}},
+                      "simulation": {"requests": 100, "top_n": 2}})  # fmt: skip
+    assert plan.status == "running" and plan.results["simulation"]["status"] == "pending"
+    html = client.get(f"/plans/{plan.id}/").content.decode()
+    assert "Simulating the top candidates" in html and "Its first 2" in html and f"{plan.candidate_count:,} configurations" in html
+    assert 'data-progress-what="of the candidates simulated"' in html and "0.0% of the candidates simulated" in html
+    assert "so it runs on a worker" not in html

@@ -120,6 +120,14 @@ def test_the_list_shows_each_run_newest_first_with_its_percentiles_goodput_and_c
     assert inline_code(html) == []
 
 
+def test_the_list_names_a_trace_runs_workload_by_its_rows(db, anonymous_ui_client):
+    # a trace fixes the requests: its workload names neither a count nor lengths ("Poisson – req/s · prompt –" before)
+    make_run(inputs={**INPUTS, "workload": {"arrivals": {"kind": "poisson"}}}, request_count=300,
+             trace={"arrival_s": [0.0] * 300, "prompt_tokens": [10] * 300, "output_tokens": [5] * 300})  # fmt: skip
+    table = table_of(anonymous_ui_client.get("/simulations/").content.decode(), "simulations-table")
+    assert "a trace of 300 requests" in table and "– req/s" not in table
+
+
 # --- /simulations/<id>/ -----------------------------------------------------------------------------
 def test_a_done_runs_page_shows_its_percentiles_slo_checks_and_the_charts_data(db, anonymous_ui_client):
     run = make_run()

@@ -118,7 +118,9 @@ def test_the_creator_renames_and_retags_a_plan_and_nothing_else_of_it_changes(ca
 def test_someone_elses_plan_cannot_be_renamed_or_retagged_and_a_refused_change_changes_nothing(catalog, token_client, charlie_client):
     plan = _plan(token_client, name="mine", tags=["a"])
     refused = charlie_client.patch(f"/api/v1/plans/{plan['id']}/", {"name": "theirs", "tags": ["x"]}, format="json")
-    assert refused.status_code == 403
+    assert refused.status_code == 403 and "rename or tag" in refused.json()["detail"] and "pin" not in refused.json()["detail"]
+    assert "pin or unpin" in charlie_client.patch(f"/api/v1/plans/{plan['id']}/", {"pinned": True}, format="json").json()["detail"]
+    assert charlie_client.patch(f"/api/v1/plans/{plan['id']}/", {}, format="json").status_code == 403  # an empty change is checked too
     bad = token_client.patch(f"/api/v1/plans/{plan['id']}/", {"pinned": True, "tags": ["ok", "not ok!"]}, format="json")
     assert bad.status_code == 400 and "tags" in bad.json()
     stored = Plan.objects.get(pk=plan["id"])

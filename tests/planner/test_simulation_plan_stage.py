@@ -37,16 +37,17 @@ def test_a_plan_with_percentile_slos_re_ranks_its_top_candidates_by_simulated_co
     assert stage["status"] == "done" and stage["mode"] == "inline" and stage["candidates"] == 6
     simulated = _stage_rows(plan)
     assert len(simulated) == stage["simulated"] > 0
+    candidates = sorted(r["analytical_rank"] for r in plan["results"]["ranked"] if not r["analytical_miss"])[:6]  # not ruled out
     for row in simulated:
         sim = row["simulation"]
         assert sim["ttft_s"]["p95"] > 0 and sim["tpot_s"]["p95"] > 0 and sim["goodput_requests_per_s"] >= 0
-        assert sim["slo_percentiles"]["ttft"]["p"] == 95 and row["analytical_rank"] <= 6
+        assert sim["slo_percentiles"]["ttft"]["p"] == 95 and row["analytical_rank"] in candidates
         assert sim["meets_slo_percentiles"] == (not sim["misses"])
     meeting = [r for r in simulated if r["simulation"]["meets_slo_percentiles"]]
     assert meeting == simulated[: len(meeting)] and plan["results"]["ranked"][: len(meeting)] == meeting
     costs = [r["simulated_usd_per_million_output_tokens"] for r in meeting]
     assert costs == sorted(costs)
-    later = [r for r in plan["results"]["ranked"] if r["analytical_rank"] > 6]
+    later = [r for r in plan["results"]["ranked"] if r["analytical_rank"] not in candidates]
     assert all(r["ranking_stage"] == "analytical" and r["simulation"] is None for r in later)
     assert stage["best_simulated_usd_per_million_output_tokens"] == (costs[0] if costs else None)
     # the CSV export carries the stage's columns, declared with the rest (planner/result_schema.py)
@@ -246,3 +247,40 @@ def test_chips_outside_nvidia_are_simulated_under_the_engine_their_row_names(cat
         sim = row["simulation"]
         assert "error" not in sim and sim["ttft_s"]["p95"] > 0 and sim["goodput_requests_per_s"] >= 0, sim
         assert row["efficiency_source"].endswith(f"with {row['serving_engine']}'s request overhead")
+
+
+def test_a_ttft_bound_below_one_prefill_is_missed_at_any_percentile_and_nothing_else_is_ruled_out_unsimulated():
+    from planner.simulation_services import analytical_miss
+
+    row = {"ttft_s": 0.2, "tpot_s": 0.03, "prefill": {"time_s": 0.1},
+           "intervals": {"ttft_s": {"low": 0.1, "high": 0.4}, "tpot_s": {"low": 0.02, "high": 0.05}}}  # fmt: skip
+    # one prefill at the optimistic end of the TTFT's interval: 0.1 s x 0.1 / 0.2 = 50 ms
+    assert analytical_miss(row, {"ttft": {"p": 50, "s": 0.04}})["least_s"] == pytest.approx(0.05)
+    assert analytical_miss(row, {"ttft": {"p": 99.9, "s": 0.04}})["ratio"] == pytest.approx(1.25)
+    assert analytical_miss(row, {"ttft": {"p": 99, "s": 0.06}}) is None  # the mean at load is no floor: queueing is the simulation's
+    assert analytical_miss(row, {"tpot": {"p": 95, "s": 0.001}, "e2e": {"p": 99, "s": 0.001}}) is None  # left to the simulation
+    assert analytical_miss({**row, "intervals": {}}, {"ttft": {"p": 99, "s": 0.001}}) is None  # no interval: nothing to say
+
+
+def test_rows_whose_estimate_already_misses_a_percentile_slo_are_not_simulated_and_rank_last(catalog, token_client):
+    body = {**SLO_PLAN, "slo_percentiles": {"ttft": {"p": 99, "s": 0.02}}, "simulation": {"requests": 100, "top_n": 3}}
+    plan = token_client.post("/api/v1/plans/", body, format="json").json()
+    ranked, stage = plan["results"]["ranked"], plan["results"]["simulation"]
+    ruled_out = [r for r in ranked if r["analytical_miss"]]
+    assert ruled_out and len(ruled_out) < len(ranked) and stage["missing_by_analysis"] == len(ruled_out)
+    assert all(r["simulation"] is None and r["ranking_stage"] == "analytical" for r in ruled_out)
+    assert all(r["analytical_miss"]["least_s"] > 0.02 and r["analytical_miss"]["metric"] == "ttft" for r in ruled_out)
+    first_ruled_out = ranked.index(ruled_out[0])
+    assert all(r["analytical_miss"] or r["ranking_stage"] == "simulated" for r in ranked[first_ruled_out:])  # only misses after it
+    # the stage spent its candidates on the first rows not ruled out, in analytical order
+    open_ranks = sorted(r["analytical_rank"] for r in ranked if not r["analytical_miss"])
+    assert sorted(r["analytical_rank"] for r in ranked if r["simulation"] is not None) == open_ranks[:3]
+
+
+def test_percentile_slos_for_a_masked_diffusion_model_are_a_400_naming_them_and_store_nothing(catalog, token_client):
+    # the stage would simulate nothing (the simulator does not run masked diffusion) and the SLOs would go unchecked
+    body = {"model": "llada-8b", "workload": {"prompt_tokens": 1000, "output_tokens": 300, "concurrency": 32},
+            "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}}}  # fmt: skip
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 400 and "masked diffusion" in response.json()["slo_percentiles"][0]
+    assert not Plan.objects.exists()

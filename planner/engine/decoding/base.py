@@ -60,6 +60,9 @@ class DecodeOutcome:
     footprint: SequenceFootprint
     resident: tuple[ResidentModel, ...] = ()
     no_math_path: np.ndarray | None = None  # bool per candidate: a resident model has no math path
+    # After the first token, per output token per sequence, where a user sees other than token_time_s (block diffusion:
+    # the first block is in first_token_extra_s, so the rest of the answer streams in the other blocks' time); None: token_time_s
+    streamed_token_time_s: np.ndarray | None = None
 
     def take(self, index) -> DecodeOutcome:
         return DecodeOutcome(
@@ -68,6 +71,7 @@ class DecodeOutcome:
             achieved_bytes_per_s_per_chip=self.achieved_bytes_per_s_per_chip[index], needs_prefill=self.needs_prefill,
             tokens_per_step=self.tokens_per_step, delivered_tokens=self.delivered_tokens, footprint=self.footprint,
             resident=self.resident, no_math_path=None if self.no_math_path is None else self.no_math_path[index],
+            streamed_token_time_s=None if self.streamed_token_time_s is None else self.streamed_token_time_s[index],
         )  # fmt: skip
 
 

@@ -143,10 +143,12 @@ class BlockDiffusion:
         total = s_eff * summed_time(step0, step_n, count) + summed_time(commit0, commit_n, commits)
         flops = count / 2.0 * s_eff * (step0.flops_per_chip + step_n.flops_per_chip) + commits / 2.0 * (commit0.flops_per_chip + commit_n.flops_per_chip)
         nbytes = count / 2.0 * s_eff * (step0.bytes_per_chip + step_n.bytes_per_chip) + commits / 2.0 * (commit0.bytes_per_chip + commit_n.bytes_per_chip)
+        first = s_eff * step0.time_s  # the first block denoised: its tokens are out
         return DecodeOutcome(
             step=step0,
             token_time_s=total / answer,
-            first_token_extra_s=s_eff * step0.time_s,
+            streamed_token_time_s=(total - first) / max(answer - 1.0, 1.0),
+            first_token_extra_s=first,
             achieved_flops_per_s_per_chip=flops / total,
             achieved_bytes_per_s_per_chip=nbytes / total,
             needs_prefill=True,

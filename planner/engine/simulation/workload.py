@@ -24,7 +24,9 @@ class WorkloadError(ValueError):
 
 
 def _positive(name: str, value, *, allow_zero: bool = False) -> None:
-    if value is None or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+    if value is None:
+        raise WorkloadError(name, "This field is required for this kind.")
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
         raise WorkloadError(name, f"must be a finite number, got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise WorkloadError(name, f"must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")

@@ -55,9 +55,10 @@ def test_at_near_zero_load_ttft_is_the_estimates_and_the_answer_takes_its_forwar
     result = simulate(model, deployment, light)
     alone = estimate(model, deployment, Workload(prompt_tokens=1000, output_tokens=256), batch=1)
     assert result.ttft.p50 == pytest.approx(alone.ttft_s, rel=0.005)  # the prefill and the first block's 8 forwards
-    # The estimate's time per token spreads 8 blocks x 8 denoising forwards and 7 commits (none after the last
-    # block) over the 256 tokens; after the first release the simulation runs 7 x (8 + 1) of them.
-    assert result.e2e.p50 - result.ttft.p50 == pytest.approx(alone.tpot_s * 256 * (7 * 9) / (8 * 8 + 7), rel=0.01)
+    # After the first release the simulation runs 7 x (8 + 1) forwards (no commit after the last block), the
+    # estimate's TPOT those forwards over the other 255 tokens; its replica's time per token spreads all 8 x 8 + 7.
+    assert result.e2e.p50 - result.ttft.p50 == pytest.approx(alone.tpot_s * 255, rel=0.01)
+    assert alone.decode_token_time_s * 256 == pytest.approx(alone.tpot_s * 255 * (8 * 8 + 7) / (7 * 9), rel=0.01)
     assert any("denoising forwards" in note for note in result.notes)
 
 
