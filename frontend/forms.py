@@ -60,11 +60,16 @@ SERVER_SETTINGS = ("max_sequences", "token_budget", "memory_fraction", "cpu_matr
 NO_MATRIX_KERNELS = "none"
 # Errors on a whole group are shown at the top of its fieldset.
 GROUPS = ("workload", "hardware", "decodings")
+# Percentile SLOs (PlanInputSerializer.slo_percentiles: {"ttft": {"p", "s"}, "tpot": ...}) as flat fields, and the
+# simulation stage's size (simulation.top_n, simulation.requests); absent, the plan has no simulation stage.
+PERCENTILE_SLO_FIELDS = ("slo_ttft_p", "slo_ttft_s", "slo_tpot_p", "slo_tpot_s")
+PLAN_STAGE_FIELDS = ("sim_top_n", "sim_requests")
+DEFAULT_PERCENTILE = 95
 FORM_FIELDS = {
     "model", "config_file", "import_name", "prompt_tokens", "output_tokens", "concurrency", "request_rate_per_s",
     "ttft_slo_s", "tpot_slo_s", "max_chips", "ownership", "decoding_method", "budget", "disaggregated", "pinned", "serving_engine",
-    "adaptive_window", "name", "tags", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
-    *SERVER_SETTINGS,
+    "adaptive_window", "name", "tags", "rank_by", *HARDWARE_LISTS, *(f for fields in DECODING_FIELDS.values() for f in fields),
+    *SERVER_SETTINGS, *PERCENTILE_SLO_FIELDS, *PLAN_STAGE_FIELDS,
 }  # fmt: skip
 
 
@@ -73,7 +78,8 @@ def initial_values(*, model_slug: str | None = None) -> dict[str, Any]:
     values: dict[str, Any] = {k: v for k, v in preset.items() if k != "label"}
     values.update(
         preset=DEFAULT_PRESET, model=model_slug or DEFAULT_MODEL, max_chips=64, ownership="any", decoding_method="ar",
-        draft_tokens=4, acceptance_rate=0.7, kinds=[], vendors=[], pricing_models=[], weight_dtypes=[],
+        draft_tokens=4, acceptance_rate=0.7, kinds=[], vendors=[], pricing_models=[], weight_dtypes=[], rank_by="expected",
+        slo_ttft_p=DEFAULT_PERCENTILE, slo_tpot_p=DEFAULT_PERCENTILE,
     )  # fmt: skip
     return values
 
@@ -153,8 +159,22 @@ def plan_payload(post, *, model_slug: str | None = None) -> dict[str, Any]:
     scheduler = _server_settings(post, SERVER_SETTINGS)
     if scheduler:  # without an engine the serializer refuses it, beside the engine's select
         payload["scheduler"] = scheduler
+    if _given(post.get("rank_by")):
+        payload["rank_by"] = post.get("rank_by")
+    payload.update(percentile_slos_payload(post))
     payload.update(labels_payload(post))
     return payload
+
+
+def percentile_slos_payload(post) -> dict[str, Any]:
+    """The form's percentile SLOs and simulation stage, as PlanInputSerializer takes them: a metric's SLO where its bound
+    is typed (its percentile as typed, 95 when left empty), the stage's size where typed; strings for the serializer to read."""
+    slos = {
+        metric: {"p": post.get(f"slo_{metric}_p") if _given(post.get(f"slo_{metric}_p")) else DEFAULT_PERCENTILE, "s": post.get(f"slo_{metric}_s")}
+        for metric in ("ttft", "tpot") if _given(post.get(f"slo_{metric}_s"))
+    }  # fmt: skip
+    stage = {name.removeprefix("sim_"): post.get(name) for name in PLAN_STAGE_FIELDS if _given(post.get(name))}
+    return ({"slo_percentiles": slos} if slos else {}) | ({"simulation": stage} if stage else {})
 
 
 def labels_payload(post) -> dict[str, Any]:
@@ -185,6 +205,12 @@ def field_for(path: tuple) -> str:
     names = [str(p) for p in path if not isinstance(p, int) and p != "non_field_errors"]
     if not names:
         return "form"
+    if names[0] == "slo_percentiles" and len(names) == 3:  # ("slo_percentiles", "ttft", "s") -> "slo_ttft_s"
+        return f"slo_{names[1]}_{names[2]}"
+    if names[0] == "simulation" and len(names) == 2 and f"sim_{names[1]}" in FORM_FIELDS:
+        return f"sim_{names[1]}"
+    if names[0] in ("slo_percentiles", "simulation"):
+        return "slo_percentiles"
     name = ALIASES.get(names[-1], names[-1])
     if name in FORM_FIELDS:
         return name

@@ -67,6 +67,7 @@ def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[
         "ownerships": (("any", "Any"), ("rent", "Rent (cloud)"), ("own", "Own (purchase)")),
         "decoding_methods": (("ar", "Autoregressive"), ("speculative", "Speculative (draft model)"),
                              ("diffusion", "Diffusion"), ("block_diffusion", "Block diffusion")),  # fmt: skip
+        "percentile_metrics": (("ttft", "TTFT"), ("tpot", "TPOT")),
     }
 
 

@@ -221,8 +221,12 @@ def _pessimistic_cost(result, chips: list[Chip], engines: list[str | None], memo
     return np.nan_to_num(result.usd_per_million_output_tokens * high, nan=np.inf)
 
 
-def _tensor_parallel_preference(e: Estimate) -> tuple[bool, bool, float]:
-    return (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0)
+def _tensor_parallel_preference(e: Estimate, reason_code: int) -> tuple[bool, bool, float, int]:
+    """Feasible first, then running at all, then the most output tokens/s; among layouts that cannot run, the one whose
+    refusal comes latest in the checks (reasons.py's order): with no layout fitting, the one that holds the weights and
+    is refused for its KV cache says why, where the narrowest's "weights do not fit" would not (DeepSeek-V3 at batch
+    1,024 on eight H200s: TP 8 holds 936 sequences, TP 1 not the weights)."""
+    return (e.feasible, e.fits, e.output_tokens_per_s_total if e.fits else 0.0, reason_code if not e.fits else 0)
 
 
 def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +269,7 @@ def estimate_compute(*, data: dict[str, Any]) -> dict[str, Any]:
     # (ties: the first, the smaller TP).
     evaluations = [run(tp, pp) for tp, pp in layouts]
     estimates = [e.estimate() for e in evaluations]
-    best = max(range(len(estimates)), key=lambda k: _tensor_parallel_preference(estimates[k]))
+    best = max(range(len(estimates)), key=lambda k: _tensor_parallel_preference(estimates[k], int(evaluations[k].results.reason[evaluations[k].index])))
     result, chosen = estimates[best], evaluations[best]
     # The evaluation does not depend on the offering: price the chosen one under each, not run it again.
     costs = [

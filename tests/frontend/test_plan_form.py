@@ -171,3 +171,30 @@ def test_a_request_rate_chosen_and_left_empty_is_an_error_at_the_rate_and_stores
     assert response.context["errors"]["request_rate_per_s"] == ["This field may not be null."]
     assert 'id="err-request_rate_per_s"' in response.content.decode()
     assert Plan.objects.count() == 0
+
+
+def test_percentile_slos_a_simulation_stage_and_ranking_by_pessimistic_cost_are_planned_from_the_form(ui_client, dana, catalog):
+    form = {**CHAT_FORM, "model": "llama-3.1-8b", "concurrency": "8", "max_chips": "2", "kinds": ["gpu"], "rank_by": "pessimistic",
+            "slo_ttft_s": "0.8", "slo_ttft_p": "99", "slo_tpot_s": "0.05", "slo_tpot_p": "", "sim_top_n": "2", "sim_requests": "60"}  # fmt: skip
+    response = ui_client.post("/", form)
+    assert response.status_code == 302, response.context and response.context["errors"]
+    plan = Plan.objects.get()
+    assert plan.inputs["slo_percentiles"] == {"ttft": {"p": 99.0, "s": 0.8}, "tpot": {"p": 95.0, "s": 0.05}}  # an empty percentile: 95
+    assert plan.inputs["rank_by"] == "pessimistic" and plan.inputs["simulation"]["top_n"] == 2
+    assert plan.results["simulation"]["candidates"] == 2 and plan.results["simulation"]["requests_per_candidate"] == 60
+
+
+def test_a_bad_percentile_slo_is_an_error_beside_its_field_and_stores_nothing(ui_client, catalog):
+    response = ui_client.post("/", {**CHAT_FORM, "slo_ttft_s": "0.5", "slo_ttft_p": "120", "sim_top_n": "0"})
+    assert response.status_code == 200
+    errors = response.context["errors"]
+    assert "less than or equal to 99.99" in errors["slo_ttft_p"][0] and "greater than or equal to 1" in errors["sim_top_n"][0]
+    html = response.content.decode()
+    assert 'id="err-slo_ttft_p"' in html and '<details id="percentile-slos" open>' in html and 'value="120"' in html
+    assert Plan.objects.count() == 0
+
+
+def test_the_form_offers_percentile_slos_and_the_ranking_basis(ui_client, catalog):
+    html = ui_client.get("/").content.decode()
+    assert 'name="slo_ttft_s"' in html and 'name="slo_tpot_p"' in html and 'name="sim_top_n"' in html
+    assert '<option value="pessimistic"' in html and '<details id="percentile-slos">' in html

@@ -349,3 +349,13 @@ def test_a_disaggregated_prefill_pool_keeps_its_wait_within_one_prefill_so_more_
         assert e["queue_wait_s"] <= prefill * 1.001, rate
         ttfts.append(e["ttft_s"])
     assert ttfts == sorted(ttfts) and ttfts[-1] < idle["ttft_s"] + prefill
+
+
+def test_auto_tensor_parallelism_with_no_layout_that_runs_reports_the_one_refused_last_in_the_checks(catalog, anonymous_client):
+    # every layout fails: TP 1-4 cannot hold the weights, TP 8 holds them and 936 sequences, not 1,024 (it had reported TP 1
+    # and "try tensor_parallel*pipeline_parallel >= 5 or a smaller weight dtype (fp8, ...)" for fp8 weights on eight chips)
+    body = {"model": "deepseek-v3", "chip": "nvidia-h200-sxm", "chip_count": 8, "weight_dtype": "fp8", "prompt_tokens": 1024,
+            "output_tokens": 512, "batch": 1024}  # fmt: skip
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert not e["feasible"] and e["tensor_parallel"] == 8
+    assert e["reasons"][0].startswith("batch 1024 does not fit: the KV cache")
