@@ -36,6 +36,12 @@ def simulation_cell(row: Mapping[str, Any]) -> dict[str, str]:
     checks = "; ".join(f"p{c['p']:g} {metric.upper()} {duration(c['value_s'])} {'≤' if c['met'] else '>'} {duration(c['s'])}"
                        for metric, c in (sim.get("slo_percentiles") or {}).items() if c.get("value_s") is not None)  # fmt: skip
     cost = row.get("simulated_usd_per_million_output_tokens")
+    sweep = sim.get("sweep")
+    if sweep:  # ranked by the cost at its knee: the highest swept rate meeting every percentile SLO
+        knee = sweep.get("knee_rate_per_s")
+        text = (f"{usd(cost)}/1M simulated at its knee, {num(knee)} requests/s" if knee is not None else
+                "no swept rate meets every percentile SLO") + (f"; at the plan's load {checks}" if checks else "")  # fmt: skip
+        return {"kind": "meets" if knee is not None else "misses", "text": text}
     text = f"{usd(cost)}/1M simulated" + (f"; {checks}" if checks else "") + ("; overloaded" if sim.get("overloaded") else "")
     return {"kind": "meets" if sim.get("meets_slo_percentiles") and not sim.get("overloaded") else "misses", "text": text}
 
@@ -44,13 +50,15 @@ def stage_summary(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """The simulation stage of a plan with percentile SLOs, for its page: the SLOs, what was simulated and what met
     them, and a warning when nothing simulated met them (the first rows are then unchecked or ruled out)."""
     stage = results.get("simulation")
-    if not stage or stage.get("status") != "done":
+    if not stage or stage.get("status") != "done" or not results.get("ranked"):  # nothing feasible: nothing to simulate
         return None
     lines = [f"The first {num(stage.get('candidates'))} rows not ruled out by a prefill longer than the TTFT bound were simulated with "
              f"{num(stage.get('requests_per_candidate'))} requests each at the plan's load ({stage.get('mode')}, "
              f"{duration(stage.get('simulation_seconds'))} of simulation): {num(stage.get('meeting_slos'))} meet every percentile SLO, "
              f"{num(stage.get('missing_slos'))} miss one, {num(stage.get('not_simulated'))} could not be simulated."
              if stage.get("candidates") else "No row was simulated: every ranked row is ruled out by a prefill longer than the TTFT bound."]  # fmt: skip
+    if not (stage.get("slo_percentiles") or {}).get("ttft"):
+        lines[0] = lines[0].replace("rows not ruled out by a prefill longer than the TTFT bound", "rows")
     if stage.get("missing_by_analysis"):
         lines.append(f"{num(stage['missing_by_analysis'])} rows miss the TTFT bound whatever the load: one prefill of the prompt takes longer, "
                      "even at the optimistic end of their 80% range; they are ranked last, not simulated.")  # fmt: skip
@@ -72,8 +80,9 @@ def winner_explanation(results: Mapping[str, Any]) -> list[str]:
     cell = simulation_cell(top) if top.get("ranking_stage") else None
     analytical_cost = usd(top.get("usd_per_million_output_tokens"))
     if cell and cell["kind"] == "meets":
+        where = "at its knee" if (top.get("simulation") or {}).get("sweep") else "at the plan's load"
         lines = [f"{configuration_label(top)} ranks first by its simulation: {usd(top.get('simulated_usd_per_million_output_tokens'))} per 1M "
-                 f"output tokens at the plan's load{offering}, meeting every percentile SLO ({cell['text']}); {analytical_cost} by the "
+                 f"output tokens {where}{offering}, meeting every percentile SLO ({cell['text']}); {analytical_cost} by the "
                  "analytical estimate."]  # fmt: skip
     elif cell and cell["kind"] in ("misses", "ruled-out"):
         lines = [f"No configuration meets the percentile SLOs; {configuration_label(top)} misses them least ({cell['text']}), at "

@@ -174,7 +174,7 @@ def percentile_slos_payload(post) -> dict[str, Any]:
         for metric in ("ttft", "tpot") if _given(post.get(f"slo_{metric}_s"))
     }  # fmt: skip
     stage = {name.removeprefix("sim_"): post.get(name) for name in PLAN_STAGE_FIELDS if _given(post.get(name))}
-    return ({"slo_percentiles": slos} if slos else {}) | ({"simulation": stage} if stage else {})
+    return {"slo_percentiles": slos, **({"simulation": stage} if stage else {})} if slos else {}  # the stage's size serves a bound
 
 
 def labels_payload(post) -> dict[str, Any]:

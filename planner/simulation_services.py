@@ -1,6 +1,6 @@
 """Serving simulations as a service (issue 15; docs/simulation.md): one configuration under one
-workload (POST /api/v1/simulations/), and a plan's simulation stage, which simulates the top N
-candidates of the analytical ranking and re-ranks them by simulated cost per token at the plan's
+workload (POST /api/v1/simulations/), and a plan's simulation stage, which simulates the first N
+candidates of the analytical ranking that physics does not rule out (analytical_miss) and re-ranks them by simulated cost per token at the plan's
 percentile SLOs.
 
 Where it runs: at most settings.SIMULATION_INLINE_MAX_REQUESTS simulated requests (a plan's stage:
@@ -554,23 +554,33 @@ def _miss_ratio(simulation: dict[str, Any]) -> float:
     return max(ratios, default=0.0) + (1e6 if simulation.get("overloaded") else 0.0)
 
 
-def analytical_miss(row: dict[str, Any], slo_percentiles: dict[str, Any] | None) -> dict[str, Any] | None:
+def analytical_miss(row: dict[str, Any], slo_percentiles: dict[str, Any] | None, *, stage: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What a row the simulation did not check already misses by physics (None where nothing does): every request's
     TTFT holds at least one prefill of its prompt on an idle configuration (`prefill.time_s`), so a TTFT bound below
     it, taken at the optimistic end of the TTFT's 80% interval (the prefill scaled as the interval's low is to the
     TTFT), is missed at any percentile. As {metric, p, s, least_s, ratio, basis}. The estimate's mean at the plan's
     load is no such floor: its closed-form queueing can exceed the simulated 95th percentile several times over
     (a bf16 A100 row of Llama-3.1-8B at 4 requests/s: 7.2 s mean against 0.30 s simulated), so TPOT and e2e bounds,
-    and TTFT bounds above one prefill, are left to the simulation."""
+    and TTFT bounds above one prefill, are left to the simulation. `stage`: the simulation stage's workload; the floor
+    holds only where it sends the row's prompts, fixed at least as long and with no shared prefix a cache could skip
+    (a shorter or drawn prompt, a low percentile of a spread, a cached prefix can prefill faster)."""
     spec, value = (slo_percentiles or {}).get("ttft"), row.get("ttft_s")
     interval, prefill = (row.get("intervals") or {}).get("ttft_s") or {}, (row.get("prefill") or {}).get("time_s")
-    if not spec or not value or interval.get("low") is None or prefill is None:
+    if not spec or not value or interval.get("low") is None or prefill is None or not _stage_prompts_are_the_rows(row, stage):
         return None
-    least = prefill * interval["low"] / value
+    least = prefill * min(1.0, interval["low"] / value)
     if least <= spec["s"]:
         return None
     return {"metric": "ttft", "p": spec["p"], "s": spec["s"], "least_s": least, "ratio": least / spec["s"],
             "basis": "one prefill of its prompt on an idle configuration, at the low end of its 80% interval"}  # fmt: skip
+
+
+def _stage_prompts_are_the_rows(row: dict[str, Any], stage: dict[str, Any] | None) -> bool:
+    if stage is None:
+        return True
+    prompt = stage.get("prompt") or {}
+    fixed = prompt.get("kind", "fixed") == "fixed" and (prompt.get("tokens") or 0) >= (row.get("prefill_tokens") or 0)
+    return fixed and not stage.get("shared_prefix_fraction") and not stage.get("shared_prefix_tokens")
 
 
 def plan_rerank(results: dict[str, Any], simulated: dict[int, dict[str, Any]], *, inputs: dict[str, Any], mode: str,
@@ -590,7 +600,7 @@ def plan_rerank(results: dict[str, Any], simulated: dict[int, dict[str, Any]], *
         if sim is None or "error" in sim:
             row["simulated_usd_per_million_output_tokens"] = None
             row["ranking_stage"] = "analytical"
-            row["analytical_miss"] = analytical_miss(row, inputs.get("slo_percentiles"))
+            row["analytical_miss"] = analytical_miss(row, inputs.get("slo_percentiles"), stage=inputs["simulation"])
             (misses if row["analytical_miss"] else undecided).append(row)
             continue
         row["ranking_stage"], row["analytical_miss"] = "simulated", None
@@ -619,7 +629,8 @@ def plan_rerank(results: dict[str, Any], simulated: dict[int, dict[str, Any]], *
 def stage_candidates(ranked: list[dict[str, Any]], inputs: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     """The rows the stage simulates, with their analytical rank: the first top_n that their analytical estimate does not
     already rule out (`analytical_miss`), so that a bound no prefill can meet does not spend the stage on them."""
-    open_rows = ((rank, row) for rank, row in enumerate(ranked, start=1) if not analytical_miss(row, inputs.get("slo_percentiles")))
+    slos, stage = inputs.get("slo_percentiles"), inputs["simulation"]
+    open_rows = ((rank, row) for rank, row in enumerate(ranked, start=1) if not analytical_miss(row, slos, stage=stage))
     return list(itertools.islice(open_rows, inputs["simulation"]["top_n"]))
 
 

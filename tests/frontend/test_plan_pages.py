@@ -179,8 +179,8 @@ def test_a_plan_with_percentile_slos_shows_its_simulation_stage_and_warns_when_n
     assert 'id="simulation-stage"' in html and "The first 3 rows not ruled out by a prefill longer than the TTFT bound were simulated" in html
     ranked = plan.results["ranked"]
     assert html.count('<td class="small stage-') == len(ranked)
-    if not plan.results["simulation"]["meeting_slos"]:
-        assert 'id="stage-warning"' in html and "No simulated configuration meets the percentile SLOs" in html
+    assert plan.results["simulation"]["meeting_slos"] == 0  # a 20 ms p99 TTFT at 4 requests/s: none of the three simulated meets it
+    assert 'id="stage-warning"' in html and "No simulated configuration meets the percentile SLOs" in html
     ruled_out = [r for r in ranked if r["analytical_miss"]]
     assert ruled_out and html.count('class="small stage-ruled-out"') == len(ruled_out)
     assert f"{len(ruled_out):,} rows miss the TTFT bound whatever the load" in html
@@ -212,3 +212,14 @@ def test_a_plan_whose_simulation_stage_runs_on_workers_says_it_simulates_candida
     assert "Simulating the top candidates" in html and "Its first 2" in html and f"{plan.candidate_count:,} configurations" in html
     assert 'data-progress-what="of the candidates simulated"' in html and "0.0% of the candidates simulated" in html
     assert "so it runs on a worker" not in html
+
+
+def test_under_a_rate_sweep_a_rows_cell_is_decided_by_its_knee_not_by_the_plans_load():
+    from frontend.explain import simulation_cell
+
+    sim = {"sweep": {"knee_rate_per_s": 6.0}, "meets_slo_percentiles": False,
+           "slo_percentiles": {"ttft": {"p": 95, "s": 0.5, "value_s": 0.8, "met": False}}}  # fmt: skip
+    cell = simulation_cell({"simulation": sim, "simulated_usd_per_million_output_tokens": 0.3})
+    assert cell["kind"] == "meets" and "at its knee" in cell["text"] and "at the plan's load p95 TTFT 800 ms > 500 ms" in cell["text"]
+    none = simulation_cell({"simulation": {**sim, "sweep": {"knee_rate_per_s": None}}, "simulated_usd_per_million_output_tokens": None})
+    assert none["kind"] == "misses" and "no swept rate meets every percentile SLO" in none["text"]

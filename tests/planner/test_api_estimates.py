@@ -359,3 +359,12 @@ def test_auto_tensor_parallelism_with_no_layout_that_runs_reports_the_one_refuse
     e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
     assert not e["feasible"] and e["tensor_parallel"] == 8
     assert e["reasons"][0].startswith("batch 1024 does not fit: the KV cache")
+
+
+def test_a_draft_model_that_does_not_fit_is_named_in_the_refusal(catalog, anonymous_client):
+    # the message had counted the target's 16 GB alone and suggested the layout already in use (tp x pp >= 1)
+    body = {**BASE, "decoding": {"method": "speculative", "draft_model": "llama-3.1-70b", "draft_tokens": 4, "acceptance_rate": 0.7}}
+    e = anonymous_client.post("/api/v1/estimates/", body, format="json").json()
+    assert not e["feasible"]
+    assert "needs 16.1 GB of weights at bf16 and its draft 141 GB" in e["reasons"][0]
+    assert "try tensor_parallel*pipeline_parallel >= 3" in e["reasons"][0] and e["reasons"][0].endswith("or a smaller draft")

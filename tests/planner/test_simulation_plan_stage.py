@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from planner import services
 from planner.models import Plan, SimulationRun
+from planner.simulation_services import analytical_miss
 from planner.tasks import run_simulation
 
 pytestmark = pytest.mark.django_db
@@ -260,6 +261,16 @@ def test_a_ttft_bound_below_one_prefill_is_missed_at_any_percentile_and_nothing_
     assert analytical_miss(row, {"ttft": {"p": 99, "s": 0.06}}) is None  # the mean at load is no floor: queueing is the simulation's
     assert analytical_miss(row, {"tpot": {"p": 95, "s": 0.001}, "e2e": {"p": 99, "s": 0.001}}) is None  # left to the simulation
     assert analytical_miss({**row, "intervals": {}}, {"ttft": {"p": 99, "s": 0.001}}) is None  # no interval: nothing to say
+    # the floor is the row's prompt: a stage that sends shorter or drawn prompts, or a prefix a cache skips, may prefill faster
+    row = {**row, "prefill_tokens": 1000}
+    same = {"prompt": {"kind": "fixed", "tokens": 1000}, "shared_prefix_fraction": 0.0, "shared_prefix_tokens": 0}
+    assert analytical_miss(row, {"ttft": {"p": 50, "s": 0.04}}, stage=same) is not None
+    for stage in ({**same, "prompt": {"kind": "fixed", "tokens": 500}}, {**same, "prompt": {"kind": "lognormal", "mean_tokens": 1000}},
+                  {**same, "shared_prefix_fraction": 0.5, "shared_prefix_tokens": 400}):  # fmt: skip
+        assert analytical_miss(row, {"ttft": {"p": 50, "s": 0.04}}, stage=stage) is None
+    # an interval whose low end lies above the point (a biased band) does not raise the floor above the prefill itself
+    biased = {**row, "intervals": {"ttft_s": {"low": 0.3, "high": 1.4}}}
+    assert analytical_miss(biased, {"ttft": {"p": 50, "s": 0.04}})["least_s"] == pytest.approx(0.1)
 
 
 def test_rows_whose_estimate_already_misses_a_percentile_slo_are_not_simulated_and_rank_last(catalog, token_client):
@@ -284,3 +295,18 @@ def test_percentile_slos_for_a_masked_diffusion_model_are_a_400_naming_them_and_
     response = token_client.post("/api/v1/plans/", body, format="json")
     assert response.status_code == 400 and "masked diffusion" in response.json()["slo_percentiles"][0]
     assert not Plan.objects.exists()
+
+
+def test_a_stage_on_workers_sends_the_first_rows_not_ruled_out_each_with_its_own_configuration(catalog, token_client, settings):
+    settings.SIMULATION_INLINE_MAX_REQUESTS = 10  # the stage goes to the workers
+    body = {**SLO_PLAN, "slo_percentiles": {"ttft": {"p": 99, "s": 0.02}}, "simulation": {"requests": 100, "top_n": 3}}
+    response = token_client.post("/api/v1/plans/", body, format="json")
+    assert response.status_code == 202, response.json()
+    plan = Plan.objects.get(pk=response.json()["id"])
+    ranked = plan.results["ranked"]
+    open_ranks = [rank for rank, row in enumerate(ranked, start=1) if not analytical_miss(row, body["slo_percentiles"], stage=plan.inputs["simulation"])]
+    assert len(open_ranks) < len(ranked)  # some are ruled out, so the ranks sent are not simply 1..3
+    runs = list(SimulationRun.objects.filter(plan=plan).order_by("candidate_rank"))
+    assert [r.candidate_rank for r in runs] == open_ranks[:3] and open_ranks[:3] != [1, 2, 3]
+    for run in runs:  # the worker reads results["ranked"][rank - 1]: the row the run was sent for
+        assert run.inputs["configuration"]["chip_slug"] == ranked[run.candidate_rank - 1]["chip_slug"] == run.chip_slug

@@ -147,7 +147,7 @@ class BlockDiffusion:
         return DecodeOutcome(
             step=step0,
             token_time_s=total / answer,
-            streamed_token_time_s=(total - first) / max(answer - 1.0, 1.0),
+            streamed_token_time_s=np.maximum(total - first, 0.0) / max(answer - 1.0, 1.0),  # one block: 0, not a rounding's -1e-19
             first_token_extra_s=first,
             achieved_flops_per_s_per_chip=flops / total,
             achieved_bytes_per_s_per_chip=nbytes / total,
