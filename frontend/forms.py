@@ -391,7 +391,8 @@ SIMULATION_DEFAULT_MODEL = "llama-3.1-8b"
 SIMULATION_DEFAULT_CHIP = "nvidia-h100-sxm"
 SIMULATION_DEFAULT_REQUESTS = 1000
 SIMULATION_DEFAULT_PERCENTILE = 95
-ARRIVAL_CHOICES = (("poisson", "Poisson at a rate"), ("gamma", "Bursty (gamma gaps with a CV)"), ("closed_loop", "Closed loop of clients"))
+ARRIVAL_CHOICES = (("poisson", "Poisson at a rate"), ("gamma", "Bursty (gamma gaps with a CV)"), ("closed_loop", "Closed loop of clients"),
+                   ("trace", "A recorded trace (upload)"))  # fmt: skip
 LENGTH_CHOICES = (("fixed", "Fixed"), ("lognormal", "Log-normal (mean, std)"))
 SIMULATION_CONFIG_FIELDS = ("model", "chip", "chip_count", "tensor_parallel", "weight_dtype", "kv_dtype", "serving_engine", "offering")
 SIMULATION_FIELDS = (
@@ -419,7 +420,7 @@ SIMULATION_ERROR_FIELDS: dict[tuple[str, ...], str] = {
     )},
     ("slo_percentiles",): "slos", ("disaggregated",): "prefill_replicas", ("sweep",): "sweep_rates", ("scheduler",): "max_sequences",
     **{("scheduler", name): name for name in SCHEDULER_FORM_FIELDS},
-    ("decoding",): "form",
+    ("decoding",): "form", ("trace_file",): "trace_file", ("trace",): "trace_file", ("trace_format",): "trace_file",
     **{(name,): name for name in SIMULATION_CONFIG_FIELDS},
 }  # fmt: skip
 # Chip kinds whose prompts are padded to buckets: the simulator's step cost has no padding (docs/simulation.md).
@@ -470,10 +471,11 @@ def _prefill_replicas(plan_inputs: Mapping[str, Any], row: Mapping[str, Any]) ->
 def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str, Any], *, plan_id: Any, rank: int,
                                  decoding: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """The form prefilled with a plan's ranked row (its configuration, its batch per replica as max_num_seqs, the scheduler
-    knobs of the plan's simulation stage, as the stage runs it, and the plan's CPU build) and the plan's workload: fixed prompt and output lengths, Poisson at its request
-    rate (a plan sized by concurrency has none: the rate is left for the person to give; a colocated closed loop is
-    one) and its latency targets
-    as p95 SLOs (or the plan's own percentile SLOs)."""
+    knobs of the plan's simulation stage, as the stage runs it, and the plan's CPU build) and the plan's workload: fixed
+    prompt and output lengths, Poisson at its request rate, and its latency targets as p95 SLOs (or the plan's own
+    percentile SLOs). A colocated plan sized by concurrency runs as a closed loop of that many clients with no think
+    time: its batch held steady is what such clients keep in flight (plan_holds_a_steady_batch). A disaggregated one
+    has no rate to give (the simulator loops colocated replicas only): the person gives it."""
     workload = plan_inputs.get("workload") or {}
     percentiles = plan_inputs.get("slo_percentiles") or {}
     scheduler = (plan_inputs.get("simulation") or {}).get("scheduler") or {}  # the stage's knobs, as it ran the row
@@ -492,13 +494,51 @@ def simulation_values_from_plan(plan_inputs: Mapping[str, Any], row: Mapping[str
         prefill_alone="" if alone is None else str(bool(alone)).lower(), prefill_replicas=_prefill_replicas(plan_inputs, row), plan=str(plan_id), rank=rank,
         decoding=json.dumps(dict(decoding), sort_keys=True) if decoding and decoding.get("method", "ar") != "ar" else "",
     )  # fmt: skip
-    if workload.get("closed_loop") and not plan_inputs.get("disaggregated"):  # the simulator loops colocated replicas only
-        values["arrivals"] = "closed_loop"
+    if (workload.get("closed_loop") or plan_holds_a_steady_batch(plan_inputs)) and not plan_inputs.get("disaggregated"):
+        values["arrivals"] = "closed_loop"  # the simulator loops colocated replicas only
+    values.update(_stage_workload_values(plan_inputs.get("simulation") or {}))
     for metric in ("ttft", "tpot"):
         asked = percentiles.get(metric)
         values[f"{metric}_p"] = asked["p"] if asked else SIMULATION_DEFAULT_PERCENTILE
         values[f"{metric}_s"] = asked["s"] if asked else (workload.get(f"{metric}_slo_s") or "")
     return values
+
+
+def _stage_workload_values(stage: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's workload fields as the plan's simulation stage ran its rows (its arrivals, requests, seed and the
+    lengths the form can say: fixed or log-normal), so a row's simulation repeats the stage's; {} without a stage."""
+    values: dict[str, Any] = {}
+    arrivals = stage.get("arrivals") or {}
+    if arrivals.get("kind") in ("poisson", "gamma", "closed_loop"):
+        values["arrivals"] = arrivals["kind"]
+        values.update({name: arrivals[name] for name in ("rate_per_s", "cv", "concurrency", "think_time_s") if arrivals.get(name) is not None})
+    values.update({name: stage[name] for name in ("requests", "seed") if stage.get(name) is not None})
+    for part in ("prompt", "output"):
+        lengths = stage.get(part) or {}
+        if lengths.get("kind") == "fixed" and lengths.get("tokens"):
+            values.update({f"{part}_kind": "fixed", f"{part}_tokens": lengths["tokens"]})
+        elif lengths.get("kind") == "lognormal" and lengths.get("mean_tokens"):
+            values.update({f"{part}_kind": "lognormal", f"{part}_tokens": lengths["mean_tokens"], f"{part}_std_tokens": lengths.get("std_tokens", "")})
+    return values
+
+
+def stage_left_out(stage: Mapping[str, Any]) -> list[str]:
+    """What the plan's simulation stage drew that the form cannot say (_stage_workload_values leaves it out)."""
+    out = [f"{part} lengths {(stage.get(part) or {}).get('kind')}" for part in ("prompt", "output")
+           if (stage.get(part) or {}).get("kind") not in (None, "fixed", "lognormal")]  # fmt: skip
+    out += [f"{part} lengths at most {(stage.get(part) or {})['max_tokens']} tokens" for part in ("prompt", "output")
+            if (stage.get(part) or {}).get("max_tokens") is not None]  # fmt: skip
+    out += [f"{part} lengths at least {(stage.get(part) or {})['min_tokens']} tokens" for part in ("prompt", "output")
+            if (stage.get(part) or {}).get("min_tokens", 1) not in (None, 1)]  # fmt: skip
+    if stage.get("shared_prefix_fraction"):
+        out.append(f"a shared prefix of {stage.get('shared_prefix_tokens', 0)} tokens on {stage['shared_prefix_fraction']:.0%} of the requests")
+    return out
+
+
+def plan_holds_a_steady_batch(plan_inputs: Mapping[str, Any]) -> bool:
+    """The plan's workload is a concurrency held steady (no request rate, not a closed loop of clients)."""
+    workload = plan_inputs.get("workload") or {}
+    return bool(workload.get("concurrency")) and not workload.get("request_rate_per_s") and not workload.get("closed_loop")
 
 
 def simulation_submitted_values(post) -> dict[str, Any]:
@@ -530,20 +570,25 @@ def _arrivals(post) -> dict[str, Any]:
     return {"kind": kind, **{name: post.get(name).strip() for name in names if _given(post.get(name, "").strip())}}
 
 
-def simulation_payload(post) -> dict[str, Any]:
-    """SimulationInputSerializer input from the form's POST data: the shape POST /api/v1/simulations/ takes.
-    Strings pass through unchanged, so the serializer says what is wrong with them; only the fields of the
-    chosen arrival process and length distributions are sent."""
+def simulation_payload(post, files=None) -> dict[str, Any]:
+    """SimulationInputSerializer input from the form's POST data (and its uploaded trace, `files`): the shape POST
+    /api/v1/simulations/ takes. Strings pass through unchanged, so the serializer says what is wrong with them; only
+    the fields of the chosen arrival process and length distributions are sent, and with a trace, the file and the seed
+    alone of the workload (a trace fixes the requests, their arrivals and lengths)."""
     payload: dict[str, Any] = {name: post.get(name, "").strip() for name in ("model", "chip", "chip_count", "weight_dtype")}
     payload["tensor_parallel"] = post.get("tensor_parallel", "").strip() or "auto"
     for name in ("kv_dtype", "serving_engine", "offering"):  # empty: the weights' dtype, the chip's default engine, the cheapest offering
         if _given(post.get(name, "").strip()):
             payload[name] = post.get(name).strip()
-    workload: dict[str, Any] = {"arrivals": _arrivals(post), "prompt": _lengths(post, "prompt"), "output": _lengths(post, "output")}
-    for name in ("requests", "seed"):
+    traced = post.get("arrivals") == "trace"
+    workload: dict[str, Any] = {} if traced else {"arrivals": _arrivals(post), "prompt": _lengths(post, "prompt"), "output": _lengths(post, "output")}
+    for name in ("seed",) if traced else ("requests", "seed"):
         if _given(post.get(name, "").strip()):
             workload[name] = post.get(name).strip()
-    payload["workload"] = workload
+    if workload:
+        payload["workload"] = workload
+    if traced and files is not None and files.get("trace_file") is not None:
+        payload["trace_file"] = files["trace_file"]
     slos = {metric: {"p": post.get(f"{metric}_p", "").strip() or SIMULATION_DEFAULT_PERCENTILE, "s": post.get(f"{metric}_s").strip()}
             for metric in ("ttft", "tpot") if _given(post.get(f"{metric}_s", "").strip())}  # fmt: skip
     if slos:
@@ -556,6 +601,9 @@ def simulation_payload(post) -> dict[str, Any]:
     scheduler = _server_settings(post, SCHEDULER_FORM_FIELDS)
     if scheduler:
         payload["scheduler"] = scheduler
+    plan, rank = post.get("plan", "").strip(), post.get("rank", "").strip()
+    if plan and rank:  # the plan row the form was prefilled from: the run links back to it
+        payload["from_plan"] = {"plan": plan, "rank": rank}
     if post.get("decoding", "").strip():  # a plan row's decoding, as the plan took it (the serializer checks it)
         try:
             payload["decoding"] = json.loads(post.get("decoding"))
@@ -564,10 +612,32 @@ def simulation_payload(post) -> dict[str, Any]:
     return payload
 
 
-def simulation_field_for(path: tuple) -> str:
+def simulation_trace_errors(post, files) -> dict[str, list[str]]:
+    """The form's errors about its trace file: a trace chosen with no file (the API would only say to give a workload
+    or a trace), or a file chosen under drawn arrivals (without scripts every field shows; the file would be ignored)."""
+    uploaded = files is not None and files.get("trace_file") is not None
+    if post.get("arrivals") == "trace" and not uploaded:
+        return {"trace_file": ["Choose a trace file: CSV with a header, or JSONL; one request per line: arrival_s, prompt_tokens, output_tokens."]}
+    if post.get("arrivals") != "trace" and uploaded:
+        return {"trace_file": ["A trace file was chosen under drawn arrivals: choose “A recorded trace” to simulate it, or remove the file."]}
+    return {}
+
+
+# Under a trace, the drawn workload's fields are hidden: a trace's own limits (requests, tokens) are said at its file.
+TRACED_FIELDS = frozenset({"requests", "prompt_tokens", "output_tokens", "prompt_kind", "output_kind", "prompt_std_tokens",
+                           "output_std_tokens", "arrivals", "rate_per_s", "cv", "concurrency", "think_time_s", "workload"})  # fmt: skip
+
+
+def simulation_field_for(path: tuple, *, traced: bool = False) -> str:
     """The simulation form field that shows an error at a serializer path: ("workload", "arrivals", "rate_per_s")
     -> "rate_per_s"; ("workload", "prompt", "mean_tokens") -> "prompt_tokens"; ("sweep", "rates_per_s", 2) ->
-    "sweep_rates"; ("disaggregated",) -> "prefill_replicas"; anything the form does not set -> "form"."""
+    "sweep_rates"; ("disaggregated",) -> "prefill_replicas"; anything the form does not set -> "form". Under a trace
+    (`traced`), a drawn workload field's error (a trace over the request or token limit) -> "trace_file"."""
+    field = _simulation_field(path)
+    return "trace_file" if traced and field in TRACED_FIELDS else field
+
+
+def _simulation_field(path: tuple) -> str:
     keys = tuple(str(p) for p in path if not isinstance(p, int) and p != "non_field_errors")
     for n in range(len(keys), 0, -1):
         if keys[:n] in SIMULATION_ERROR_FIELDS:
@@ -575,14 +645,14 @@ def simulation_field_for(path: tuple) -> str:
     return "form"
 
 
-def simulation_form_errors(serializer_errors: Any) -> dict[str, list[str]]:
+def simulation_form_errors(serializer_errors: Any, *, traced: bool = False) -> dict[str, list[str]]:
     """Serializer errors (nested dicts and lists) -> {simulation form field: [messages]}; an error on one of
-    the swept rates says which."""
+    the swept rates says which (`traced`: simulation_field_for's)."""
     out: dict[str, list[str]] = {}
     for path, message in _flatten(serializer_errors):
         if path[:2] == ("sweep", "rates_per_s") and len(path) > 2 and isinstance(path[2], int):
             message = f"rate {path[2] + 1}: {message}"
-        out.setdefault(simulation_field_for(path), []).append(message)
+        out.setdefault(simulation_field_for(path, traced=traced), []).append(message)
     return out
 
 

@@ -43,11 +43,12 @@ from planner.fleet_serializers import FleetInputSerializer
 from planner.models import FleetPlan, Plan, SimulationRun
 from planner.result_schema import table_columns
 from planner.serializers import PlanInputSerializer, PlanLabelsSerializer
-from planner.simulation_serializers import SimulationInputSerializer
+from planner.simulation_serializers import SimulationInputSerializer, SimulationListFilterSerializer
 
 PLANS_PER_PAGE = 20
 FLEETS_PER_PAGE = 20
 SIMULATIONS_PER_PAGE = 20
+ROW_SIMULATIONS_SHOWN = 20  # on a plan's page, the newest simulations started from its rows (the list has them all)
 MAX_COMPARED_CHIPS = 8  # columns that still fit 1,280 px beside the labels
 # --- plan form --------------------------------------------------------------------------------
 def _form_context(values: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
@@ -215,6 +216,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
     page_rows, ranking_page = _ranking_page(request, table, view=view, selected_rank=selected_rank)
     runs = cards.validation_contexts(cards.validation_runs(plan))
     selected_row = ranked[selected_rank - 1] if ranked else {}
+    row_simulations = _summarised(plan.row_simulations.all())
     return render(request, "frontend/plan_detail.html", {
         "validate_form": cards.validate_form_context(plan, selected_row) if ranked else None,
         "plan": plan,
@@ -235,6 +237,8 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "percentile_slos": explain.percentile_slos_text((plan.inputs or {}).get("slo_percentiles")),
         "infeasible_examples": explain.infeasible_examples(results),
         "validations": runs,
+        "row_simulations": _simulation_rows(row_simulations[:ROW_SIMULATIONS_SHOWN]),
+        "row_simulation_count": row_simulations.count(),
         "tags": list(plan.tags.values_list("name", flat=True)),
         "may_label": may_manage(user=request.user, owner_id=plan.created_by_id),
     })  # fmt: skip
@@ -449,17 +453,33 @@ SIMULATION_SUMMARY = {
 }  # fmt: skip
 
 
+def _summarised(runs):
+    """Simulation runs with what a list shows of their results, read by the database (results and trace deferred)."""
+    return runs.defer("results", "trace").annotate(**{name: _results_key(*path) for name, path in SIMULATION_SUMMARY.items()})
+
+
+def _simulation_rows(runs) -> list[dict[str, Any]]:
+    # A trace fixes the requests (its workload names none): its row count is the run's request count (the trace itself is deferred)
+    return [{"run": run, "workload": charts.simulation_workload_label(
+        run.inputs or {}, request_count=run.request_count,
+        trace_rows=run.request_count if "requests" not in ((run.inputs or {}).get("workload") or {}) else None)} for run in runs]  # fmt: skip
+
+
 @require_GET
 def simulation_list(request: HttpRequest) -> HttpResponse:
     """The stored simulations, newest first (a plan's candidates are shown with their plan, as the API lists them)."""
-    runs = (SimulationRun.objects.filter(plan__isnull=True).defer("results", "trace")
-            .annotate(**{name: _results_key(*path) for name, path in SIMULATION_SUMMARY.items()}))  # fmt: skip
-    page = Paginator(runs, SIMULATIONS_PER_PAGE).get_page(request.GET.get("page"))
-    # A trace fixes the requests (its workload names none): its row count is the run's request count (the trace itself is deferred)
-    rows = [{"run": run, "workload": charts.simulation_workload_label(
-        run.inputs or {}, request_count=run.request_count,
-        trace_rows=run.request_count if "requests" not in ((run.inputs or {}).get("workload") or {}) else None)} for run in page]  # fmt: skip
-    return render(request, "frontend/simulation_list.html", {"page": page, "rows": rows})
+    filters = SimulationListFilterSerializer(data=request.GET)
+    if not filters.is_valid():  # a bad filter is said beside the list, which then shows every run
+        runs, chosen, filter_errors = plans.simulation_list(), {}, filters.errors
+    else:
+        runs, chosen, filter_errors = plans.simulation_list(**filters.validated_data), filters.validated_data, {}
+    page = Paginator(_summarised(runs), SIMULATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    source = Plan.objects.filter(pk=chosen["from_plan"]).first() if chosen.get("from_plan") else None
+    query = "&".join(f"{name}={value}" for name, value in chosen.items() if value)
+    return render(request, "frontend/simulation_list.html", {
+        "page": page, "rows": _simulation_rows(page), "filters": chosen, "filter_errors": filter_errors, "source_plan": source,
+        "filter_query": f"&{query}" if query else "", "status_choices": SimulationRun.Status.choices,
+    })  # fmt: skip
 
 
 def _simulation_or_404(run_id) -> SimulationRun:
@@ -503,7 +523,8 @@ def _simulation_form_context(values: dict[str, Any], errors: dict[str, list[str]
         "offerings": catalog.offering_list().order_by("chip__slug", "slug"), "dtypes": DTYPES,
         "serving_engines": _engine_choices(), "arrival_choices": forms.ARRIVAL_CHOICES, "length_choices": forms.LENGTH_CHOICES,
         "prefill_mode_choices": forms.PREFILL_MODE_CHOICES,
-        "inline_max_requests": settings.SIMULATION_INLINE_MAX_REQUESTS, **extra,
+        "inline_max_requests": settings.SIMULATION_INLINE_MAX_REQUESTS, "max_trace_requests": settings.SIMULATION_MAX_REQUESTS,
+        "max_trace_bytes": settings.SIMULATION_MAX_TRACE_BYTES, **extra,
     }  # fmt: skip
 
 
@@ -521,9 +542,12 @@ def _plan_row_values(request: HttpRequest) -> tuple[dict[str, Any], dict[str, An
     row = ranked[rank - 1]
     values = forms.simulation_values_from_plan(plan.inputs or {}, row, plan_id=plan.id, rank=rank,
                                                decoding=simulation_services.plan_row_decoding(plan, row))  # fmt: skip
-    workload = (plan.inputs or {}).get("workload", {})
+    inputs = plan.inputs or {}
+    steady = forms.plan_holds_a_steady_batch(inputs) and values["concurrency"] == inputs["workload"]["concurrency"]
     source = {"plan": plan, "rank": rank, "label": charts.configuration_label(row), "refusal": forms.simulation_refusal(row),
-              "needs_rate": not (workload.get("request_rate_per_s") or workload.get("closed_loop"))}  # fmt: skip
+              "needs_rate": values["arrivals"] in ("poisson", "gamma") and values["rate_per_s"] in ("", None),
+              "steady_batch": steady and values["arrivals"] == "closed_loop", "concurrency": values["concurrency"],
+              "stage_left_out": forms.stage_left_out(inputs.get("simulation") or {})}  # fmt: skip
     return values, source
 
 
@@ -542,15 +566,52 @@ def simulation_new(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         # A simulation is stored (and may take a worker): writes need an account, as for plans and fleets.
         return render(request, "frontend/simulation_form.html", _simulation_form_context(values, {}, sign_in_required=True), status=403)
-    serializer = SimulationInputSerializer(data=forms.simulation_payload(request.POST))
+    trace_errors = forms.simulation_trace_errors(request.POST, request.FILES)
+    if trace_errors:
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, trace_errors))
+    payload = forms.simulation_payload(request.POST, request.FILES)
+    unlinked = _row_link_refusal(payload)
+    traced = request.POST.get("arrivals") == "trace"
+    serializer = SimulationInputSerializer(data=payload)
     if not serializer.is_valid():
-        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, forms.simulation_form_errors(serializer.errors)))
+        errors = forms.simulation_form_errors(serializer.errors, traced=traced)
+        return render(request, "frontend/simulation_form.html", _simulation_form_context(values, errors))
     try:
         run = simulation_services.simulation_create(data=serializer.validated_data, raw_inputs=serializer.data, user=request.user)
     except simulation_services.SimulationRefused as exc:  # a chip kind or a request the simulator cannot run: nothing stored
-        errors = {forms.simulation_field_for(tuple(exc.field.split("."))): [str(exc)]}
+        errors = {forms.simulation_field_for(tuple(exc.field.split(".")), traced=traced): [str(exc)]}
         return render(request, "frontend/simulation_form.html", _simulation_form_context(values, errors))
+    if unlinked:
+        messages.info(request, f"Not listed with configuration #{request.POST.get('rank')} of the plan: {unlinked}")
     return redirect("frontend:simulation-detail", run_id=run.id)
+
+
+def _row_link_refusal(payload: dict[str, Any]) -> str | None:
+    """The form links its run to the plan row it was prefilled from; where the API would refuse that link (the plan
+    deleted or still running, or the configuration changed since), the run is simulated unlinked: the link is dropped
+    from `payload` and the reason returned."""
+    link = payload.get("from_plan")
+    if not link:
+        return None
+
+    def whole(text: Any) -> int | None:
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            return None
+
+    rank = whole(link["rank"])
+    try:
+        plan_id = uuid.UUID(str(link["plan"]))
+    except ValueError:
+        plan_id = None
+    refusal = ("plan", "No such plan.") if plan_id is None else ("rank", "Not a rank.") if rank is None else simulation_services.plan_row_link_refusal(
+        plan_id, rank, model=payload.get("model"), chip=payload.get("chip"), chip_count=whole(payload.get("chip_count", "")),
+        weight_dtype=payload.get("weight_dtype"), tensor_parallel=whole(payload.get("tensor_parallel", "")))  # fmt: skip
+    if refusal is None:
+        return None
+    payload.pop("from_plan")
+    return refusal[1]
 
 
 # --- catalog --------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs.models import ValidationRun
 from planner import plan_changes, selectors, services
 from planner.exports import plan_csv
 from planner.filters import PlanFilter
@@ -46,7 +45,8 @@ class PlanLabelsOutput(serializers.ModelSerializer):
 
     tags = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name", help_text="Its tags, lower case.")
     owner = serializers.SerializerMethodField(help_text="Its creator's username, shown to the creator and to staff; null to anyone else.")
-    validated = serializers.SerializerMethodField(help_text="A validation of one of its configurations succeeded on a worker.")
+    validated = serializers.SerializerMethodField(
+        help_text="A validation of one of its configurations succeeded on a worker of the planned chip's kind (a stand-in's does not count).")
 
     class Meta:
         model = Plan
@@ -61,7 +61,9 @@ class PlanLabelsOutput(serializers.ModelSerializer):
 
     def get_validated(self, plan: Plan) -> bool:
         annotated = getattr(plan, "validated", None)
-        return bool(annotated) if annotated is not None else plan.validations.filter(status=ValidationRun.Status.SUCCEEDED).exists()
+        if annotated is not None:
+            return bool(annotated)
+        return selectors.validating(plan.validations.all()).exists()
 
 
 class PlanOutputSerializer(PlanLabelsOutput):

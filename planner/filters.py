@@ -17,7 +17,8 @@ class PlanFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", max_length=120, help_text="Only plans whose name contains this.")
     created_after = django_filters.DateFilter(field_name="created_at", lookup_expr="date__gte", help_text="Created on or after this day (UTC), YYYY-MM-DD.")
     created_before = django_filters.DateFilter(field_name="created_at", lookup_expr="date__lte", help_text="Created on or before this day (UTC), YYYY-MM-DD.")
-    validated = TrueFalseFilter(method="_validated", help_text="true: a validation of one of its configurations succeeded; false: none did.")
+    validated = TrueFalseFilter(method="_validated", help_text=(
+        "true: a validation of one of its configurations succeeded on the planned chip's kind (not a stand-in); false: none did."))
     mine = TrueFalseFilter(method="_mine", help_text="true: only your plans (signed in); false: only others'.")
     owner = django_filters.CharFilter(method="_owner", max_length=150, help_text="Only this user's plans (staff only; others use mine=true).")
 

@@ -224,6 +224,11 @@ class SimulationRun(models.Model):
     results = models.JSONField(default=dict, blank=True)
     plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="simulations")
     candidate_rank = models.PositiveIntegerField(null=True, blank=True, help_text="Of a plan's stage: the candidate's analytical rank, from 1.")
+    # A simulation someone started from a plan's ranked row (the plan page's Simulate action, or `from_plan` in the
+    # API): its own run, not one of the plan's stage, linked both ways; a deleted plan leaves the run standing.
+    from_plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.SET_NULL, related_name="row_simulations",
+                                  help_text="The plan whose ranked row this simulation checks (started from that row).")  # fmt: skip
+    from_rank = models.PositiveIntegerField(null=True, blank=True, help_text="That row's rank in the plan, from 1.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     status = models.CharField(max_length=8, choices=Plan.Status.choices, default=Plan.Status.DONE,

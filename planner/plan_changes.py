@@ -38,4 +38,7 @@ def plan_labels_set(*, plan: Plan, by, name: str | None = None, tags: list[str] 
 def plan_delete(*, plan: Plan, by) -> None:
     """Delete the plan; its validation runs stay, without their plan (ValidationRun.plan is SET_NULL)."""
     ensure_may_manage(user=by, owner_id=plan.created_by_id, action="delete", what="this plan")
+    # Locked first (PostgreSQL): a simulation linking to one of its rows (simulation_services._still_linked) commits
+    # before the runs that point at it are unlinked, or finds it gone.
+    Plan.objects.select_for_update().filter(pk=plan.pk).exists()
     plan.delete()

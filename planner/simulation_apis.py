@@ -11,19 +11,29 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from inputs.parsers import LimitedJSONParser
-from planner import simulation_services
+from planner import selectors, simulation_services
 from planner.simulation_inputs import nested_error
 from planner.models import SimulationRun
-from planner.simulation_serializers import SimulationInputSerializer
+from planner.simulation_serializers import SimulationInputSerializer, SimulationListFilterSerializer
 
 TRACE_SUMMARY_SCHEMA = {
     "type": "object", "nullable": True,
     "properties": {"rows": {"type": "integer"}, "format": {"type": "string"}, "ignored_columns": {"type": "array", "items": {"type": "string"}}},
 }  # fmt: skip
+FROM_PLAN_SCHEMA = {
+    "type": "object", "nullable": True, "description": "The plan row this simulation was started from; null for any other.",
+    "properties": {"plan": {"type": "string", "format": "uuid", "nullable": True}, "rank": {"type": "integer"}},
+}  # fmt: skip
 
 
 class SimulationUrlMixin(serializers.Serializer):
     url = serializers.SerializerMethodField(help_text="The simulation's address: GET it until status is done or failed.")
+    from_plan = serializers.SerializerMethodField()
+
+    @extend_schema_field(FROM_PLAN_SCHEMA)
+    def get_from_plan(self, run: SimulationRun):
+        # A deleted plan leaves its rank: the run says which row it checked, and that the plan is gone (plan null).
+        return None if run.from_rank is None else {"plan": run.from_plan_id, "rank": run.from_rank}
 
     def get_url(self, run: SimulationRun) -> str:
         path = reverse("simulation-detail", kwargs={"run_id": run.id})
@@ -39,7 +49,7 @@ class SimulationOutputSerializer(SimulationUrlMixin, serializers.ModelSerializer
     class Meta:
         model = SimulationRun
         fields = ["id", "url", "model_slug", "chip_slug", "request_count", "inputs", "trace", "status", "progress", "error", "created_at",
-                  "finished_at", "plan", "candidate_rank", "results"]  # fmt: skip
+                  "finished_at", "plan", "candidate_rank", "from_plan", "results"]  # fmt: skip
 
     @extend_schema_field(TRACE_SUMMARY_SCHEMA)
     def get_trace(self, run: SimulationRun):
@@ -51,7 +61,8 @@ class SimulationOutputSerializer(SimulationUrlMixin, serializers.ModelSerializer
 class SimulationSummarySerializer(SimulationUrlMixin, serializers.ModelSerializer):
     class Meta:
         model = SimulationRun
-        fields = ["id", "url", "model_slug", "chip_slug", "request_count", "status", "progress", "created_at"]
+        fields = ["id", "url", "model_slug", "chip_slug", "request_count", "status", "progress", "created_at", "from_plan"]
+
 
 
 class SimulationListCreateApi(ListAPIView):
@@ -63,8 +74,14 @@ class SimulationListCreateApi(ListAPIView):
     filter_backends: list = []
     parser_classes = [LimitedJSONParser, parsers.MultiPartParser, parsers.FormParser]
 
+    @extend_schema(parameters=[SimulationListFilterSerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return SimulationRun.objects.filter(plan__isnull=True)
+        filters = SimulationListFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return selectors.simulation_list(**filters.validated_data)
 
     @extend_schema(
         request={"application/json": SimulationInputSerializer, "multipart/form-data": SimulationInputSerializer},

@@ -3,9 +3,13 @@ workload (drawn, or an uploaded trace). Every bad value is a 400 naming its fiel
 line is a 400 naming its line and column."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from rest_framework import serializers
 
+from inputs.serializers import StrictSerializer
+from planner.models import SimulationRun
 from planner.serializers import EstimateInputSerializer
 from planner.simulation_inputs import (
     DisaggregatedSerializer,
@@ -19,11 +23,28 @@ from planner.simulation_inputs import (
     check_sweep,
     workload_from,
 )
+from planner.simulation_services import plan_row_link_refusal
 from planner.simulation_traces import TRACE_FORMATS, TraceError, parse_trace
 from planner.engine.simulation import Trace
 
 
 SIMULATED_DECODINGS = ("ar", "speculative", "draft_heads", "block_diffusion")
+
+
+def link_configuration(attrs: dict[str, Any]) -> dict[str, Any]:
+    """What a plan row link compares (planner.simulation_services.ROW_LINK_FIELDS) of a validated request."""
+    tensor_parallel = attrs.get("tensor_parallel")
+    return {"model": attrs["model"].slug, "chip": attrs["chip"].slug, "chip_count": attrs.get("chip_count", 1),
+            "weight_dtype": attrs.get("weight_dtype", "bf16"), "tensor_parallel": tensor_parallel if isinstance(tensor_parallel, int) else None}
+
+
+class FromPlanSerializer(StrictSerializer):
+    """The plan row a simulation checks: the run links to it and the plan's page lists the run. It changes nothing
+    simulated: the configuration and workload are the request's own. The link is checked against the plan and its
+    row in SimulationInputSerializer.validate, once the configuration is read (plan_row_link_refusal)."""
+
+    plan = serializers.UUIDField(help_text="A stored plan's id (done; its row runs this request's configuration).")
+    rank = serializers.IntegerField(min_value=1, help_text="The row's rank in that plan's ranking, from 1.")
 
 
 class SimulationInputSerializer(EstimateInputSerializer):
@@ -56,6 +77,7 @@ class SimulationInputSerializer(EstimateInputSerializer):
     slo_percentiles = PercentileSlosSerializer(required=False)
     scheduler = SchedulerSerializer(required=False)
     sweep = SweepSerializer(required=False, help_text="Also simulate at each of these rates: percentiles and goodput against the rate, and the knee.")
+    from_plan = FromPlanSerializer(required=False, help_text="The plan row this simulation checks, to link the two (nothing simulated changes).")
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -65,6 +87,10 @@ class SimulationInputSerializer(EstimateInputSerializer):
         if attrs["decoding"]["method"] not in SIMULATED_DECODINGS:
             raise serializers.ValidationError({"decoding": {"method": f"The simulator steps {', '.join(SIMULATED_DECODINGS)} decoding; "
                                                                       f"not {attrs['decoding']['method']}."}})  # fmt: skip
+        if attrs.get("from_plan"):
+            refusal = plan_row_link_refusal(attrs["from_plan"]["plan"], attrs["from_plan"]["rank"], **link_configuration(attrs))
+            if refusal:
+                raise serializers.ValidationError({"from_plan": {refusal[0]: [refusal[1]]}})
         trace = self._trace(attrs)
         workload = attrs.get("workload") or {}
         if trace is None and not attrs.get("workload"):
@@ -112,3 +138,15 @@ class SimulationInputSerializer(EstimateInputSerializer):
             if prompt + output - 1 > model.max_context_tokens:
                 raise serializers.ValidationError({"trace": f"line {line}, column prompt_tokens: prompt + output - 1 = {prompt + output - 1} tokens "
                                                             f"exceeds {model.slug}'s context of {model.max_context_tokens}."})  # fmt: skip
+
+
+class SimulationListFilterSerializer(serializers.Serializer):
+    """Query parameters of the simulation list: a misspelt status or a plan id that is not one is a 400, not a list."""
+
+    # Blank is "any", as for the other lists' filters (?status=).
+    status = serializers.ChoiceField(choices=SimulationRun.Status.choices, required=False, allow_blank=True)
+    from_plan = serializers.UUIDField(required=False, help_text="A plan id: the simulations started from its rows (none for a plan with none).")
+
+    def to_internal_value(self, data):
+        # Blank is "any" for every filter (?from_plan= as ?status=), not a malformed id.
+        return super().to_internal_value({name: value for name, value in data.items() if value != ""})

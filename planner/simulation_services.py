@@ -271,10 +271,13 @@ def _request_count(data: dict[str, Any]) -> int:
 def _record(data: dict[str, Any], raw_inputs: dict[str, Any], user) -> dict[str, Any]:
     trace = data.get("parsed_trace")
     stored_trace = {**trace.columns(), "format": trace.format, "ignored_columns": list(trace.ignored_columns)} if trace is not None else {}
-    inputs = {k: v for k, v in raw_inputs.items() if k not in ("trace", "trace_file", "trace_format")}
+    # The plan row it was started from is the run's link (from_plan, from_rank), not an input a worker re-reads.
+    inputs = {k: v for k, v in raw_inputs.items() if k not in ("trace", "trace_file", "trace_format", "from_plan")}
+    source = data.get("from_plan") or {}
     return {
         "model_slug": data["model"].slug, "chip_slug": data["chip"].slug, "inputs": inputs, "trace": stored_trace,
         "request_count": _request_count(data), "created_by": user if getattr(user, "is_authenticated", False) else None,
+        "from_plan_id": source.get("plan"), "from_rank": source.get("rank"),
     }  # fmt: skip
 
 
@@ -294,11 +297,21 @@ def simulation_create(*, data: dict[str, Any], raw_inputs: dict[str, Any], user=
         except StepBudgetSpent:  # more forwards than a request may run: a worker runs it
             pass
         else:
-            return create_done(SimulationRun, **record, results=results, status=SimulationRun.Status.DONE, progress=1.0)
+            return create_done(SimulationRun, **_still_linked(record), results=results, status=SimulationRun.Status.DONE, progress=1.0)
     _check_simulable(data)  # refused now with a 400, not later on the worker
-    run = SimulationRun.objects.create(**record, status=SimulationRun.Status.QUEUED, progress=0.0)
+    run = SimulationRun.objects.create(**_still_linked(record), status=SimulationRun.Status.QUEUED, progress=0.0)
     transaction.on_commit(lambda: _send(run.pk))
     return run
+
+
+def _still_linked(record: dict[str, Any]) -> dict[str, Any]:
+    """The run's record, its plan link kept only if the plan still stands, and that plan's row locked (PostgreSQL) from
+    here to the commit, so a delete of the plan (plan_changes.plan_delete locks it first) waits for the run or goes
+    before it; taken once the simulation is done, not across it. A plan gone since the request was validated leaves
+    the row's rank, as a plan deleted later does."""
+    if record["from_plan_id"] is None or Plan.objects.select_for_update().filter(pk=record["from_plan_id"]).exists():
+        return record
+    return {**record, "from_plan_id": None}
 
 
 def _check_simulable(data: dict[str, Any]) -> None:
@@ -428,6 +441,34 @@ def _row_deployment(prepared, data: dict[str, Any], row: dict[str, Any]) -> Depl
     return Deployment(chip=spec, chip_count=row["chip_count"], tensor_parallel=row["tensor_parallel"], pipeline_parallel=row["pipeline_parallel"],
                       attention_data_parallel=row.get("attention_data_parallel", 1), weight_dtype=row["weight_dtype"], kv_dtype=row.get("kv_dtype"),
                       decoding=decoding)  # fmt: skip
+
+
+# What a simulation must share with the plan row it says it checks (its `from_plan`): the row's name for each.
+ROW_LINK_FIELDS = {"model": "model_slug", "chip": "chip_slug", "chip_count": "chip_count", "weight_dtype": "weight_dtype",
+                   "tensor_parallel": "tensor_parallel"}  # fmt: skip
+
+
+def plan_row_link_refusal(plan_id: Any, rank: int, **configuration: Any) -> tuple[str, str] | None:
+    """Why a simulation of `configuration` (model and chip slugs, chip_count, weight_dtype, tensor_parallel; None: not
+    given, as "auto") may not say it checks row `rank` of plan `plan_id`, as (field of from_plan, message); None when it
+    may. The plan must be done (a stage still simulating reorders its ranking) and the row run the same model on the
+    same chips, weights and tensor parallelism; the scheduler, workload and SLOs are the simulation's own."""
+    plan = Plan.objects.filter(pk=plan_id).only("status", "results", "model_slug").first()
+    if plan is None:
+        return "plan", "No such plan."
+    if plan.status != Plan.Status.DONE:
+        return "plan", f"The plan is {plan.status}: link a row of a finished plan (its ranking may still change)."
+    ranked = (plan.results or {}).get("ranked") or []
+    if not 1 <= rank <= len(ranked):
+        return "rank", f"The plan ranks {len(ranked)} configuration{'' if len(ranked) == 1 else 's'}."
+    row = {**ranked[rank - 1]}
+    row.setdefault("model_slug", plan.model_slug)
+    differ = [(name, row.get(key), configuration.get(name)) for name, key in ROW_LINK_FIELDS.items()
+              if configuration.get(name) is not None and str(configuration[name]) != str(row.get(key))]  # fmt: skip
+    if differ:
+        said = ", ".join(f"{name} {has} (this simulation: {asked})" for name, has, asked in differ)
+        return "rank", f"Row #{rank} runs {said}: simulate the row's configuration to link the two."
+    return None
 
 
 def plan_row_decoding(plan: Plan, row: dict[str, Any]) -> dict[str, Any] | None:

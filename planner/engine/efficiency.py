@@ -93,7 +93,10 @@ def format_bandwidth_ratio(weight_format: str, dtype: str) -> float:
 # (scaling and casting kernels around each GEMM, less mature kernels): TensorRT-LLM
 # v0.5 FP8 prefill of Llama-2-7B at 2,048 tokens on H100 runs at ~47% of the FP8
 # peak against ~72% of the FP16 peak for the same prefill on A100
-# (tests/fixtures/measured_dev.csv, trt-*-ttft-in2048). One factor per dtype.
+# (tests/fixtures/measured_dev.csv, trt-*-ttft-in2048). One factor per dtype, on every chip with FP8 math, also where
+# the FP8 peak is no higher than the bf16 one (Gaudi 3, TPU v5p, Inferentia2, Trainium: there an fp8 prefill runs 0.7x
+# as fast as a bf16 one): keeping the bf16 share there was tried and fitted other_chips.csv's Gaudi rows, all fp8,
+# worse (Gaudi 2 19% to 31%, Gaudi 3 13% to 20% in-sample; docs/accuracy_history.md, thirty-first session).
 _FP8_COMPUTE_SCALE = 0.7
 
 

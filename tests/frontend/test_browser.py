@@ -330,3 +330,19 @@ def test_every_page_fits_1280_px_with_no_element_wider_than_the_viewport(signed_
             problems[path] = found
         shot(page, name)
     assert not problems, problems
+
+
+def test_a_trace_is_uploaded_through_the_simulation_form(signed_in_page, tmp_path):
+    page = signed_in_page
+    page.goto(page.base + "/simulations/new/")
+    assert page.is_visible("#id_requests") and not page.is_visible("#id_trace_file")
+    page.check("input[name=arrivals][value=trace]")
+    # A trace fixes the requests and their lengths: those fields go, the file comes.
+    assert page.is_visible("#id_trace_file") and not page.is_visible("#id_requests") and not page.is_visible("#id_prompt_tokens")
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"arrival_s": 0, "prompt_tokens": 400, "output_tokens": 30}\n{"arrival_s": 0.3, "prompt_tokens": 900, "output_tokens": 12}\n')
+    page.set_input_files("#id_trace_file", str(trace))
+    page.click("#simulation-submit")
+    page.wait_for_selector("#permalink")
+    assert "a trace of 2 requests" in page.text_content("main")
+    shot(page, "simulation-trace")

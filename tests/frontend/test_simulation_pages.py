@@ -340,6 +340,33 @@ def test_a_re_rendered_form_links_back_to_its_plan_only_when_given_a_plan_id(cat
     assert 'id="simulation-source"' not in html and 'id="err-requests"' in html
 
 
+def _row_form(plan, rank: int) -> dict[str, str]:
+    """The simulation form as "Simulate" on row `rank` of `plan` fills its configuration."""
+    row = plan.results["ranked"][rank - 1]
+    return {**FORM, "chip": row["chip_slug"], "chip_count": str(row["chip_count"]), "tensor_parallel": str(row["tensor_parallel"]),
+            "weight_dtype": row["weight_dtype"], "plan": str(plan.id), "rank": str(rank)}  # fmt: skip
+
+
+def test_a_simulation_of_a_plan_row_links_both_ways(rate_plan, ui_client, anonymous_ui_client):
+    plan_page = anonymous_ui_client.get(f"/plans/{rate_plan.id}/").content.decode()
+    assert 'id="no-row-simulations"' in plan_page
+    rank = next(r for r, row in enumerate(rate_plan.results["ranked"], 1) if row["pipeline_parallel"] == 1)
+    response = ui_client.post("/simulations/new/", _row_form(rate_plan, rank))
+    run = SimulationRun.objects.get()
+    assert response.status_code == 302 and (run.from_plan_id, run.from_rank, run.plan_id) == (rate_plan.id, rank, None)
+    detail = anonymous_ui_client.get(f"/simulations/{run.id}/").content.decode()
+    assert f'href="/plans/{rate_plan.id}/?rank={rank}">configuration #{rank} of a plan</a>' in detail
+    plan_page = anonymous_ui_client.get(f"/plans/{rate_plan.id}/").content.decode()
+    rows = plan_page[plan_page.index('id="row-simulations-table"'):]
+    assert f'href="/simulations/{run.id}/"' in rows and f'href="/plans/{rate_plan.id}/?rank={rank}">row #{rank}</a>' in rows
+    listed = anonymous_ui_client.get("/simulations/").content.decode()
+    assert f'href="/plans/{rate_plan.id}/?rank={rank}">row #{rank} of a plan</a>' in listed
+    # A rank past the plan's ranking is simulated unlinked, and the page says why.
+    response = ui_client.post("/simulations/new/", {**_row_form(rate_plan, rank), "rank": "999"}, follow=True)
+    assert "Not listed with configuration #999 of the plan: The plan ranks" in response.content.decode()
+    assert SimulationRun.objects.filter(from_plan__isnull=True).count() == 1
+
+
 def test_an_anonymous_post_is_refused_and_stores_nothing(catalog, anonymous_ui_client):
     response = anonymous_ui_client.post("/simulations/new/", FORM)
     assert response.status_code == 403 and 'id="sign-in-required"' in response.content.decode()
@@ -380,7 +407,15 @@ def test_a_speculative_plan_rows_decoding_travels_with_the_form_into_the_simulat
     assert run.inputs["decoding"]["head_kind"] == "eagle" and any(n.startswith("eagle(k=3)") for n in run.results["notes"])
 
 
-def test_a_plan_sized_by_concurrency_leaves_the_rate_to_give_and_a_disaggregated_row_brings_its_prefill_pool():
+def test_a_plan_holding_a_batch_steady_is_simulated_as_a_closed_loop_of_as_many_clients(catalog, ui_client):
+    plan = make_plan({**RATE_PLAN, "workload": {"prompt_tokens": 1000, "output_tokens": 200, "concurrency": 16},
+                      "hardware": {"max_chips": 1, "kinds": ["gpu"]}})  # fmt: skip
+    html = ui_client.get(f"/simulations/new/?plan={plan.id}&rank=1").content.decode()
+    assert 'name="arrivals" value="closed_loop" checked' in html and 'name="concurrency" value="16"' in html
+    assert "holds a batch of 16 steady" in html and "give a rate below" not in html
+
+
+def test_a_disaggregated_plan_sized_by_concurrency_leaves_the_rate_to_give_and_its_row_brings_its_prefill_pool():
     inputs = {"model": "m", "disaggregated": True, "workload": {"prompt_tokens": 800, "output_tokens": 100, "concurrency": 64},
               "slo_percentiles": {"ttft": {"p": 99.0, "s": 1.0}}}  # fmt: skip
     row = {"chip_slug": "c", "chip_count": 2, "total_chips": 6, "tensor_parallel": 2, "pipeline_parallel": 1, "weight_dtype": "fp8", "batch": 64}
@@ -395,6 +430,13 @@ def test_a_plan_sized_by_concurrency_leaves_the_rate_to_give_and_a_disaggregated
     looped = {**inputs, "disaggregated": False, "workload": {**inputs["workload"], "closed_loop": True}}
     values = forms.simulation_values_from_plan(looped, row, plan_id="p", rank=3)
     assert values["arrivals"] == "closed_loop" and values["concurrency"] == 64
+    # A colocated batch held steady is what as many clients with no think time keep in flight: a closed loop, not a
+    # Poisson stream with no rate.
+    steady = {**inputs, "disaggregated": False}
+    values = forms.simulation_values_from_plan(steady, row, plan_id="p", rank=3)
+    assert values["arrivals"] == "closed_loop" and values["concurrency"] == 64 and values["think_time_s"] == ""
+    rated = {**steady, "workload": {"prompt_tokens": 800, "output_tokens": 100, "request_rate_per_s": 4.0}}
+    assert forms.simulation_values_from_plan(rated, row, plan_id="p", rank=3)["arrivals"] == "poisson"
 
 
 def test_the_payload_has_the_shape_the_simulations_api_takes():
@@ -438,3 +480,93 @@ def test_a_draft_model_plan_rows_decoding_travels_with_the_form_too(catalog, ui_
     assert response.status_code == 200
     carried = re.search(r'name="decoding" value="([^"]*)"', response.content.decode()).group(1).replace("&quot;", '"')
     assert json.loads(carried)["draft_model"] == "llama-3.2-1b"
+
+
+# --- a recorded trace, uploaded through the form -------------------------------------------------
+TRACE_CSV = b"arrival_s,prompt_tokens,output_tokens,user\n0.0,500,50,a\n0.2,800,20,b\n0.5,300,80,c\n"
+
+
+def _upload(content: bytes, name: str = "trace.csv"):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile(name, content, content_type="text/csv")
+
+
+def test_a_trace_uploaded_through_the_form_is_simulated_row_for_row(catalog, ui_client):
+    response = ui_client.post("/simulations/new/", {**FORM, "arrivals": "trace", "requests": "200", "trace_file": _upload(TRACE_CSV)})
+    run = SimulationRun.objects.get()
+    assert response.status_code == 302 and run.request_count == 3 and run.trace["ignored_columns"] == ["user"]
+    assert "requests" not in run.inputs.get("workload", {}) and run.results["completed"] == 3
+    html = ui_client.get(f"/simulations/{run.id}/").content.decode()
+    assert "a trace of 3 requests" in html
+
+
+def test_a_trace_chosen_without_a_file_or_with_a_bad_line_is_an_error_at_the_file_and_stores_nothing(catalog, ui_client):
+    html = ui_client.post("/simulations/new/", {**FORM, "arrivals": "trace"}).content.decode()
+    assert "Choose a trace file" in html[html.index('id="err-trace_file"'):][:300]
+    assert 'name="arrivals" value="trace" checked' in html and 'id="trace-again"' in html
+    bad = TRACE_CSV.replace(b"0.2,800,20,b", b"0.2,eight hundred,20,b")
+    html = ui_client.post("/simulations/new/", {**FORM, "arrivals": "trace", "trace_file": _upload(bad)}).content.decode()
+    error = html[html.index('id="err-trace_file"'):][:400]
+    assert "line 3" in error and "prompt_tokens" in error
+    assert not SimulationRun.objects.exists()
+
+
+def test_the_payload_of_a_trace_is_the_file_and_the_seed_alone():
+    upload = _upload(TRACE_CSV)
+    payload = forms.simulation_payload(post(**{**FORM, "arrivals": "trace", "seed": "5"}), {"trace_file": upload})
+    assert payload["workload"] == {"seed": "5"} and payload["trace_file"] is upload
+    assert forms.simulation_field_for(("trace_file",)) == "trace_file"
+
+
+def test_a_file_chosen_under_drawn_arrivals_or_a_trace_over_the_token_limit_is_said_at_the_file(catalog, ui_client, settings):
+    html = ui_client.post("/simulations/new/", {**FORM, "trace_file": _upload(TRACE_CSV)}).content.decode()
+    assert "choose “A recorded trace”" in html[html.index('id="err-trace_file"'):][:300]
+    settings.SIMULATION_MAX_TOKENS = 1000  # the trace carries 1,750 prompt + output tokens
+    html = ui_client.post("/simulations/new/", {**FORM, "arrivals": "trace", "trace_file": _upload(TRACE_CSV)}).content.decode()
+    assert "1,750 prompt + output tokens" in html[html.index('id="err-trace_file"'):][:400] and 'id="err-requests"' not in html
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_prefilled_form_whose_configuration_was_changed_runs_unlinked_and_says_why(rate_plan, ui_client):
+    ranked = rate_plan.results["ranked"]
+    rank = next(r for r, row in enumerate(ranked, 1) if row["pipeline_parallel"] == 1 and row["chip_slug"] != "nvidia-h100-sxm")
+    response = ui_client.post("/simulations/new/", {**FORM, "plan": str(rate_plan.id), "rank": str(rank)}, follow=True)
+    run = SimulationRun.objects.get()
+    assert run.from_plan_id is None and run.from_rank is None
+    html = response.content.decode()
+    assert f"Not listed with configuration #{rank} of the plan" in html and "(this simulation: nvidia-h100-sxm)" in html
+
+
+def test_a_run_of_a_deleted_plans_row_says_so_and_the_list_filters_by_plan_and_status(rate_plan, ui_client, anonymous_ui_client):
+    rank = next(r for r, row in enumerate(rate_plan.results["ranked"], 1) if row["pipeline_parallel"] == 1)
+    ui_client.post("/simulations/new/", _row_form(rate_plan, rank))
+    run = SimulationRun.objects.get()
+    listed = anonymous_ui_client.get(f"/simulations/?from_plan={rate_plan.id}").content.decode()
+    assert 'id="from-plan-filter"' in listed and f'href="/simulations/{run.id}/"' in listed
+    assert 'id="no-matching-simulations"' in anonymous_ui_client.get("/simulations/?status=queued").content.decode()
+    bad = anonymous_ui_client.get("/simulations/?status=finished").content.decode()
+    assert 'id="filter-errors"' in bad and f'href="/simulations/{run.id}/"' in bad  # said, and every run shown
+    rate_plan.delete()
+    assert "configuration #%d of a plan since deleted" % rank in anonymous_ui_client.get(f"/simulations/{run.id}/").content.decode()
+    assert f"row #{rank} of a deleted plan" in anonymous_ui_client.get("/simulations/").content.decode()
+
+
+def test_a_row_of_a_plan_with_a_simulation_stage_is_prefilled_with_the_stages_workload():
+    stage = {"requests": 2000, "arrivals": {"kind": "gamma", "rate_per_s": 3.0, "cv": 2.0}, "seed": 4,
+             "prompt": {"kind": "lognormal", "mean_tokens": 800.0, "std_tokens": 300.0}, "output": {"kind": "fixed", "tokens": 200}}  # fmt: skip
+    inputs = {"model": "m", "workload": {"prompt_tokens": 1000, "output_tokens": 200, "request_rate_per_s": 5.0}, "simulation": stage}
+    values = forms.simulation_values_from_plan(inputs, {"chip_slug": "c", "batch": 8}, plan_id="p", rank=1)
+    assert (values["arrivals"], values["rate_per_s"], values["cv"], values["requests"], values["seed"]) == ("gamma", 3.0, 2.0, 2000, 4)
+    assert (values["prompt_kind"], values["prompt_tokens"], values["prompt_std_tokens"], values["output_tokens"]) == ("lognormal", 800.0, 300.0, 200)
+    assert forms.stage_left_out(stage) == []
+    histogram = {**stage, "output": {"kind": "histogram", "bin_edges_tokens": [1, 100, 400], "weights": [1, 1]}, "shared_prefix_tokens": 500,
+                 "shared_prefix_fraction": 0.5}  # fmt: skip
+    assert forms.stage_left_out(histogram) == ["output lengths histogram", "a shared prefix of 500 tokens on 50% of the requests"]
+
+
+def test_a_plan_with_no_rate_or_concurrency_asks_for_a_rate(catalog, ui_client):
+    plan = make_plan({**RATE_PLAN, "workload": {"prompt_tokens": 1000, "output_tokens": 200}, "hardware": {"max_chips": 1, "kinds": ["gpu"]}})
+    html = ui_client.get(f"/simulations/new/?plan={plan.id}&rank=1").content.decode()
+    assert "gives no request rate to simulate" in html and 'name="arrivals" value="poisson" checked' in html
+

@@ -72,6 +72,10 @@ def test_the_list_filters_by_model_tag_name_day_and_validation(catalog, token_cl
                                  status=ValidationRun.Status.SUCCEEDED)  # fmt: skip
     ValidationRun.objects.create(plan_id=chat, rank=1, configuration={}, model_slug="llama-3.2-1b", trial="decode",
                                  status=ValidationRun.Status.FAILED)  # fmt: skip
+    # A stand-in (a CPU worker measuring itself for an H100 plan) checks the physics, not the plan: not validated.
+    ValidationRun.objects.create(plan_id=other_model, rank=1, configuration={}, model_slug="llama-3.1-8b", trial="decode",
+                                 status=ValidationRun.Status.SUCCEEDED, stand_in=True)  # fmt: skip
+    assert anonymous_client.get(f"/api/v1/plans/{other_model}/").json()["validated"] is False
     assert _ids(anonymous_client, "?validated=true") == [batch]
     assert set(_ids(anonymous_client, "?validated=false")) == {chat, other_model}
     assert anonymous_client.get(f"/api/v1/plans/{batch}/").json()["validated"] is True

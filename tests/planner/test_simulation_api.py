@@ -385,3 +385,71 @@ def test_a_refusal_names_the_workload_only_for_a_request_the_cache_cannot_hold()
     assert simulation_services._refused(too_large, SchedulerOptions(memory_fraction=0.5)).field == "scheduler.memory_fraction"
     # an engine error that merely mentions KV blocks is still the configuration's
     assert simulation_services._refused(ValueError("cannot simulate x on y: KV blocks of 0 tokens"), SchedulerOptions()).field == "chip"
+
+
+ROW = {"chip_slug": "nvidia-h100-sxm", "chip_count": 1, "tensor_parallel": 1, "weight_dtype": "bf16"}  # CONFIGURATION's, as a plan ranks it
+
+
+def _stored_plan(ranked_rows: int, **fields):
+    from planner.models import Plan
+
+    return Plan.objects.create(model_slug="llama-3.1-8b", inputs={}, catalog_snapshot={}, results={"ranked": [ROW] * ranked_rows},
+                               candidate_count=ranked_rows, feasible_count=ranked_rows, **fields)  # fmt: skip
+
+
+def test_a_simulation_started_from_a_plan_row_links_to_it_and_simulates_the_same(catalog, token_client):
+    plan = _stored_plan(3)
+    linked = token_client.post("/api/v1/simulations/", {**BODY, "from_plan": {"plan": str(plan.id), "rank": 2}}, format="json")
+    assert linked.status_code == 201, linked.json()
+    body = linked.json()
+    assert body["from_plan"] == {"plan": str(plan.id), "rank": 2} and body["plan"] is None  # its own run, not the plan's stage
+    assert "from_plan" not in body["inputs"]  # the link is the run's, not an input a worker re-reads
+    assert body["results"]["ttft_s"] == token_client.post("/api/v1/simulations/", BODY, format="json").json()["results"]["ttft_s"]
+    assert [run.from_rank for run in plan.row_simulations.all()] == [2]
+    plan.delete()  # the run stays, saying which row it checked of a plan now gone
+    assert token_client.get(body["url"]).json()["from_plan"] == {"plan": None, "rank": 2}
+
+
+@pytest.mark.parametrize("source, field", [
+    ({"plan": "00000000-0000-0000-0000-000000000000", "rank": 1}, "plan"),
+    ({"plan": "not-a-plan", "rank": 1}, "plan"),
+    ("EXISTING", "rank"),
+    ({"plan": "EXISTING", "rank": 0}, "rank"),
+    ({"plan": "EXISTING"}, "rank"),
+    ({"plan": "EXISTING", "rank": 1, "row": 1}, "row"),
+])  # fmt: skip
+def test_a_plan_row_that_does_not_exist_is_a_400_naming_it_and_stores_nothing(catalog, token_client, source, field):
+    plan = _stored_plan(2)
+    if source == "EXISTING":
+        source = {"plan": str(plan.id), "rank": 3}  # past its ranking of 2
+    source = {k: (str(plan.id) if v == "EXISTING" else v) for k, v in source.items()}
+    response = token_client.post("/api/v1/simulations/", {**BODY, "from_plan": source}, format="json")
+    assert response.status_code == 400 and field in response.json()["from_plan"], response.json()
+    assert not SimulationRun.objects.exists()
+
+
+def test_a_simulation_of_another_configuration_or_of_a_plan_still_running_is_not_linked_to_its_row(catalog, token_client):
+    plan = _stored_plan(2)
+    other_chip = {**BODY, "chip": "nvidia-a100-sxm-80gb", "from_plan": {"plan": str(plan.id), "rank": 1}}
+    response = token_client.post("/api/v1/simulations/", other_chip, format="json")
+    assert response.status_code == 400 and "chip nvidia-h100-sxm (this simulation: nvidia-a100-sxm-80gb)" in str(response.json()["from_plan"]["rank"])
+    running = _stored_plan(2, status="running")
+    response = token_client.post("/api/v1/simulations/", {**BODY, "from_plan": {"plan": str(running.id), "rank": 1}}, format="json")
+    assert response.status_code == 400 and "running" in str(response.json()["from_plan"]["plan"])
+    assert not SimulationRun.objects.exists()
+
+
+def test_the_list_filters_by_status_and_by_the_plan_a_run_was_started_from(catalog, token_client, anonymous_client):
+    plan = _stored_plan(2)
+    linked = token_client.post("/api/v1/simulations/", {**BODY, "from_plan": {"plan": str(plan.id), "rank": 1}}, format="json").json()
+    other = token_client.post("/api/v1/simulations/", BODY, format="json").json()
+
+    def ids(query: str) -> list[str]:
+        return [run["id"] for run in anonymous_client.get(f"/api/v1/simulations/{query}").json()["results"]]
+
+    assert ids(f"?from_plan={plan.id}") == [linked["id"]] and set(ids("?status=done")) == {linked["id"], other["id"]}
+    assert ids("?status=queued") == [] and set(ids("?status=&from_plan=")) == {linked["id"], other["id"]}  # blank: any
+    for query, field in (("?status=finished", "status"), ("?from_plan=not-a-plan", "from_plan")):
+        response = anonymous_client.get(f"/api/v1/simulations/{query}")
+        assert response.status_code == 400 and field in response.json()
+
