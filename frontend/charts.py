@@ -377,6 +377,24 @@ LATENCY_METRICS = (("ttft_s", "TTFT", "time to first token"), ("tpot_s", "TPOT",
 LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
 SLO_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End to end"))
 SWEEP_LINES = (("ttft_s", "p50", "TTFT p50"), ("ttft_s", "p99", "TTFT p99"), ("tpot_s", "p50", "TPOT p50"), ("tpot_s", "p99", "TPOT p99"))
+# The percentiles a run reports at each swept rate besides p50 and p99: an SLO stated at one of them is drawn there too.
+SWEEP_SLO_STATS = {90.0: "p90", 95.0: "p95"}
+
+
+def sweep_lines(results: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    """(metric, stat, label) of each latency percentile a sweep shows: p50 and p99 of TTFT and TPOT, and the percentile
+    each SLO is stated at where the run reports it (p90, p95), so a p95 bound is read against the p95."""
+    bounds = slo_bounds(results)
+    lines = []
+    for metric, label in (("ttft_s", "TTFT"), ("tpot_s", "TPOT")):
+        asked = SWEEP_SLO_STATS.get(_as_float((bounds.get(metric) or {}).get("p")))
+        stats = ("p50", asked, "p99") if asked else ("p50", "p99")
+        lines += [(metric, stat, f"{label} {stat}") for stat in stats]
+    return tuple(lines)
+
+
+def _as_float(value: Any) -> float | None:
+    return float(value) if _finite(value) else None
 # A swept range wider than this ratio is drawn on a log axis.
 LOG_RATE_RATIO = 20.0
 
@@ -452,7 +470,7 @@ def series_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def sweep_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A rate sweep's pictures: p50/p99 TTFT and TPOT against the request rate (points with no positive value
+    """A rate sweep's pictures: p50/p99 TTFT and TPOT (and each SLO's percentile: sweep_lines) against the request rate (points with no positive value
     left out: the axis is logarithmic), goodput and the offered rate against it, the overloaded points, the SLO
     bounds and the knee. None when the run was not a sweep."""
     sweep = results.get("sweep") or {}
@@ -461,7 +479,7 @@ def sweep_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     rates = [p["rate_per_s"] for p in points]
     lines = []
-    for metric, stat, label in SWEEP_LINES:
+    for metric, stat, label in sweep_lines(results):
         values = [{"x": p["rate_per_s"], "y": (p.get(metric) or {}).get(stat)} for p in points]
         values = [v for v in values if _finite(v["y"]) and v["y"] > 0]
         if values:
@@ -480,10 +498,12 @@ def sweep_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def sweep_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The swept points for a table, each marked where it is the knee."""
+    """The swept points for a table, each marked where it is the knee, with `latencies` in sweep_lines' order."""
     sweep = results.get("sweep") or {}
     knee = sweep.get("knee_rate_per_s")
-    return [{**p, "is_knee": knee is not None and p.get("rate_per_s") == knee} for p in sweep.get("points") or []]
+    lines = sweep_lines(results)
+    return [{**p, "is_knee": knee is not None and p.get("rate_per_s") == knee,
+             "latencies": [(p.get(metric) or {}).get(stat) for metric, stat, _ in lines]} for p in sweep.get("points") or []]  # fmt: skip
 
 
 def _lengths_label(spec: Mapping[str, Any] | None) -> str:

@@ -65,10 +65,11 @@ def validation_context(run, *, jobs: JobsState | None = None) -> dict[str, Any]:
     jobs = jobs or JobsState()
     predicted, measured, errors = run.predicted or {}, run.measured or {}, run.error_percent or {}
     rows = [
-        {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)), "error": plain_percent(errors.get(key))}
+        {"label": label, "predicted": fmt(predicted.get(key)), "measured": fmt(measured.get(key)),
+         "error": signed_error(errors.get(key), predicted.get(key), measured.get(key))}
         for key, label, fmt in VALIDATION_METRICS.get(run.trial, VALIDATION_METRICS["decode"])
         if key in predicted or key in measured
-    ]
+    ]  # fmt: skip
     # What the numbers are of and where the predictions come from (the speculative trial's pair is not the plan's model).
     notes = [text[0].upper() + text[1:].rstrip(".") + "." for text in (measured.get("note"), predicted.get("basis"))
              if isinstance(text, str) and text]  # fmt: skip
@@ -79,6 +80,16 @@ def validation_context(run, *, jobs: JobsState | None = None) -> dict[str, Any]:
         jobs_problems.append(f"No worker serves the {run.queue} queue now ({jobs_routing.QUEUE_DEVICES[run.queue]}): this run waits until one does.")
     return {"run": run, "metric_rows": rows, "api_url": _validation_api_url(run.id), "active": active, "jobs_problems": jobs_problems,
             "repetitions": _repetitions_note(measured), "what_ran": what_ran(run), "notes": notes}  # fmt: skip
+
+
+def signed_error(error_percent: Any, predicted: Any, measured: Any) -> str:
+    """The stored |predicted - measured| / measured with the side the prediction fell on: '20.0% low' (predicted below
+    the measurement), '25.0% high', or the bare figure where the two are not numbers to compare."""
+    text = plain_percent(error_percent)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (error_percent, predicted, measured))
+    if not numbers or predicted == measured:
+        return text
+    return f"{text} {'high' if predicted > measured else 'low'}"
 
 
 def validate_form_context(plan: Plan, row: dict[str, Any]) -> dict[str, Any]:

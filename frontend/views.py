@@ -503,7 +503,7 @@ def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
         "run": run, "results": results, "inputs": inputs, "workload": workload,
         "latency_rows": charts.latency_rows(results), "latency_stats": charts.LATENCY_STATS, "slo_rows": charts.slo_rows(results),
         "cdf": charts.cdf_chart(results), "series": charts.series_chart(results), "sweep": charts.sweep_chart(results),
-        "sweep_rows": charts.sweep_rows(results), "goodput_bounds": charts.goodput_bounds_label(results),
+        "sweep_rows": charts.sweep_rows(results), "sweep_lines": charts.sweep_lines(results), "goodput_bounds": charts.goodput_bounds_label(results),
     })  # fmt: skip
 
 

@@ -72,6 +72,15 @@ def test_the_sweep_chart_has_each_percentile_line_the_knee_the_bounds_and_the_ov
     assert [row["is_knee"] for row in charts.sweep_rows(results)] == [False, True, False]
 
 
+def test_a_sweep_shows_each_latency_at_its_slos_percentile_too():
+    results = {"slo_percentiles": SLO_CHECKS,  # TTFT at p95, TPOT at p99
+               "sweep": {"knee_rate_per_s": None, "points": [{**point(2.0, ttft_p50=0.1, goodput=2.0), "ttft_s": {"p50": 0.1, "p95": 0.25, "p99": 0.3}}]}}  # fmt: skip
+    assert [label for _, _, label in charts.sweep_lines(results)] == ["TTFT p50", "TTFT p95", "TTFT p99", "TPOT p50", "TPOT p99"]
+    assert {line["label"] for line in charts.sweep_chart(results)["lines"]} >= {"TTFT p95"}
+    assert charts.sweep_rows(results)[0]["latencies"] == [0.1, 0.25, 0.3, 0.02, 0.04]
+    assert [label for _, _, label in charts.sweep_lines({})] == ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+
+
 def test_a_narrow_sweep_is_drawn_on_a_linear_rate_axis():
     points = [point(2.0, ttft_p50=0.1, goodput=2.0), point(8.0, ttft_p50=0.2, goodput=8.0)]
     chart = charts.sweep_chart({"sweep": {"knee_rate_per_s": None, "points": points}})

@@ -153,10 +153,12 @@ def test_a_done_runs_page_shows_its_percentiles_slo_checks_and_the_charts_data(d
     assert series["kv_percent"][1] == {"x": 100.0, "y": 25.0} and series["queue"][1] == {"x": 100.0, "y": 2}
     sweep = json_data(html, "sim-sweep-data")
     assert sweep["knee_rate_per_s"] == 8.0 and sweep["x_scale"] == "logarithmic" and sweep["overloaded"] == [{"x": 200.0, "y": 0.0}]
-    assert [line["label"] for line in sweep["lines"]] == ["TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]
+    # Both SLOs are stated at p95: each latency is drawn at its p95 as well.
+    assert [line["label"] for line in sweep["lines"]] == ["TTFT p50", "TTFT p95", "TTFT p99", "TPOT p50", "TPOT p95", "TPOT p99"]
     assert sweep["slo"] == {"ttft_s": {"p": 95.0, "s": 0.5}, "tpot_s": {"p": 95.0, "s": 0.05}}
     table = table_of(html, "sweep-table")
     assert table.count("<tr") == 4 and '<tr class="knee">' in table and "overloaded" in table and "Knee at 8 requests/s" in html
+    assert "TTFT p95</th>" in table and "TPOT p95</th>" in table
     for canvas in ("cdf-chart", "series-chart", "sweep-latency-chart", "sweep-goodput-chart"):
         assert f'id="{canvas}"' in html
     assert "frontend/js/simulation.js" in html and inline_code(html) == []

@@ -20,7 +20,9 @@ def test_a_finished_run_shows_predicted_and_measured_side_by_side(chat_plan):
         started_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), finished_at=dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.timezone.utc),
     )  # fmt: skip
     html = render_to_string("frontend/_validation.html", {"v": validation_cards.validation_context(run), "plan": chat_plan})
-    assert "20 ms" in html and "25 ms" in html and "20.0%" in html and "50.0%" in html and "40.0%" in html
+    assert "20 ms" in html and "25 ms" in html and "50.0%" in html and "40.0%" in html
+    # Which side each prediction fell on: TPOT predicted 20 ms against 25 measured is low, MBU 50% against 40% high.
+    assert "20.0% low" in html and "25.0% high" in html
     assert "<progress" not in html and "cpu: test" in html
 
 

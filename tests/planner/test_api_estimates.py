@@ -184,7 +184,8 @@ def test_a_disaggregated_estimate_carries_the_intervals_of_disaggregated_predict
     colocated = anonymous_client.post("/api/v1/estimates/", {**BASE, "batch": 8}, format="json").json()["intervals"]["ttft_s"]
     body = {**BASE, "batch": 8, "disaggregated": True}
     split = anonymous_client.post("/api/v1/estimates/", body, format="json").json()["intervals"]["ttft_s"]
-    assert colocated["basis"].endswith("colocated") and split["basis"].endswith("disaggregated")
+    assert "gpu chips, colocated" in colocated["basis"] and "gpu chips, disaggregated" in split["basis"]
+    assert "the range lies above the prediction" in colocated["basis"]  # the spec defaults run TTFT low: the point sits below its range
     # Held out, disaggregated TTFT missed by far more than colocated (docs/accuracy.md, "Prediction intervals").
     assert split["high"] / split["low"] > 1.5 * colocated["high"] / colocated["low"]
 

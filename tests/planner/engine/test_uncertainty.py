@@ -32,6 +32,17 @@ def test_throughput_borrows_the_tpot_band_inverted():
     assert per_user.low == pytest.approx(1 / tpot.high) and per_user.high == pytest.approx(1 / tpot.low)
 
 
+def test_a_range_that_excludes_its_own_point_says_which_side_comparable_predictions_fell_on():
+    # Every comparable TTFT ran 1.2x to 3x the prediction (as the spec defaults' do on NVIDIA GPUs): the range lies above it.
+    bands = bands_from(_rows("ttft_s", "gpu", "vLLM", np.linspace(1.2, 3.0, 101)))
+    ttft = interval(0.1, "ttft_s", chip_kind="gpu", engine="vLLM", bands=bands)
+    assert ttft.low > 0.1 and ttft.basis.endswith("the range lies above the prediction: at least nine in ten comparable predictions ran under the measured value")
+    # Tokens/s run inversely: the same errors put its range below the prediction.
+    slow = bands_from(_rows("tpot_s", "gpu", "vLLM", np.linspace(1.2, 3.0, 101)))
+    assert "lies below the prediction" in interval(100.0, "tokens_per_s_per_user", chip_kind="gpu", engine="vLLM", bands=slow).basis
+    assert "lies" not in interval(2.0, "tpot_s", chip_kind="gpu", engine="vLLM", bands=bands_from(_rows("tpot_s", "gpu", "vLLM", RATIOS))).basis
+
+
 def test_a_group_with_few_values_falls_back_and_an_unmeasured_kind_gets_the_widest_band_widened():
     bands = bands_from(_rows("ttft_s", "gpu", "SGLang", RATIOS[:10]) + _rows("ttft_s", "gpu", "vLLM", RATIOS))
     assert {(b.chip_kind, b.engine) for b in bands} == {("gpu", "vLLM"), ("gpu", "+"), ("gpu", "*"), ("*", "*")}
@@ -114,7 +125,7 @@ def test_a_fitted_profiles_prediction_keeps_to_fitted_profiles_errors_before_the
     assert vllm.low < 1.0 < vllm.high
     # A prediction at the spec defaults (no engine) takes the spec defaults' band.
     bare = interval(1.0, "ttft_s", chip_kind="gpu", engine="*", bands=bands, serving="disaggregated")
-    assert bare.basis == "101 held-out ttft_s errors on gpu chips, disaggregated" and bare.low > 1.0
+    assert bare.basis.startswith("101 held-out ttft_s errors on gpu chips, disaggregated; the range lies above") and bare.low > 1.0
 
 
 def test_a_band_over_both_modes_says_so_when_a_mode_was_asked_for():

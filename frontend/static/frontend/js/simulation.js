@@ -119,7 +119,7 @@
       var colours = { ttft_s: PALETTE[0], tpot_s: PALETTE[1] };
       var sets = sweep.lines.map(function (l) {
         return { label: l.label, data: l.points, showLine: true, pointRadius: 3, borderWidth: 2, borderColor: colours[l.metric],
-                 backgroundColor: colours[l.metric], borderDash: l.stat === "p99" ? [5, 3] : [] };
+                 backgroundColor: colours[l.metric], borderDash: l.stat === "p99" ? [5, 3] : l.stat === "p50" ? [] : [1, 2] };
       });
       Object.keys(sweep.slo).forEach(function (key) {
         var slo = sweep.slo[key];
