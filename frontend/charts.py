@@ -455,6 +455,32 @@ def cdf_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"metrics": metrics} if metrics else None
 
 
+# A plan's candidate CDFs drawn at first (the legend shows the others): more lines than colours to tell apart read as one.
+STAGE_CDF_SHOWN = 5
+
+
+def stage_cdf_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A plan's simulation stage as latency CDFs, one line per simulated candidate in ranked order (points as
+    cdf_chart's), per metric, with the SLO bound: how each candidate's requests spread, not only its percentile
+    checks. None when no ranked row carries a simulated CDF (no stage, or one stored before the stage kept them)."""
+    simulated = [(rank, row) for rank, row in enumerate(results.get("ranked") or [], start=1) if (row.get("simulation") or {}).get("cdf")]
+    if not simulated:
+        return None
+    bounds = slo_bounds(simulated[0][1]["simulation"])
+    metrics = []
+    for key, label, _description in LATENCY_METRICS:
+        candidates = []
+        for rank, row in simulated:
+            cdf = row["simulation"]["cdf"]
+            points = [{"x": v, "y": q / 100.0} for q, v in zip(cdf.get("quantiles") or [], cdf.get(key) or []) if _finite(v) and _finite(q)]
+            if points:
+                candidates.append({"rank": rank, "label": f"#{rank} {configuration_label(row)}", "points": points,
+                                   "meets": bool(row["simulation"].get("meets_slo_percentiles"))})  # fmt: skip
+        if candidates:
+            metrics.append({"key": key, "label": label, "slo": bounds.get(key), "candidates": candidates})
+    return {"metrics": metrics, "shown": STAGE_CDF_SHOWN, "candidates": len(simulated)} if metrics else None
+
+
 def series_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
     """Queue length and running sequences (counts) and KV utilisation (as %) against time, from results["series"]."""
     series = results.get("series") or {}

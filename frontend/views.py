@@ -233,7 +233,7 @@ def plan_detail(request: HttpRequest, plan_id) -> HttpResponse:
         "chip_count": chip_count,
         "chart_data": charts.plan_chart_data(results, plan.catalog_snapshot or {}),
         "explanation": explain.winner_explanation(results),
-        "stage": explain.stage_summary(results),
+        "stage": explain.stage_summary(results), "stage_cdf": charts.stage_cdf_chart(results),
         "percentile_slos": explain.percentile_slos_text((plan.inputs or {}).get("slo_percentiles")),
         "infeasible_examples": explain.infeasible_examples(results),
         "validations": runs,

@@ -529,6 +529,8 @@ def candidate_simulate(prepared, *, data: dict[str, Any], inputs: dict[str, Any]
             options = dataclasses.replace(options, max_sequences=row_max_sequences(row))
         result, seconds = simulate_setup(setup, workload, slos=slos, options=options)
         out = result_json(result, setup=setup, slo_percentiles=inputs.get("slo_percentiles"), seconds=seconds, series=False)
+        # Each latency at every whole percent, to the microsecond, for the plan page's CDF of each candidate (about 4 KB).
+        out["cdf"] = {name: [None if v is None else round(v, 6) for v in values] for name, values in latency_cdf(result).items()}
         rates = (inputs["simulation"].get("sweep") or {}).get("rates_per_s")
         if rates:  # the knee basis: the same candidate at each rate
             out["sweep"] = sweep_json(setup, workload, rates, slos=slos, options=options, slo_percentiles=inputs.get("slo_percentiles"))

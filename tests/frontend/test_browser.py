@@ -345,4 +345,22 @@ def test_a_trace_is_uploaded_through_the_simulation_form(signed_in_page, tmp_pat
     page.click("#simulation-submit")
     page.wait_for_selector("#permalink")
     assert "a trace of 2 requests" in page.text_content("main")
+    page.wait_for_function(CHART_READY, arg="cdf-chart")  # the run's latency CDF, one metric at a time
+    assert page.evaluate(CANVAS_DRAWN, "cdf-chart")
+    page.click("button[data-cdf-metric=e2e_s]")
+    assert page.evaluate("Chart.getChart(document.getElementById('cdf-chart')).options.scales.x.title.text") == "End to end"
     shot(page, "simulation-trace")
+
+
+def test_a_plans_simulated_candidates_are_drawn_as_latency_cdfs(page):
+    plan = make_plan({"model": "llama-3.1-8b", "workload": {"prompt_tokens": 500, "output_tokens": 100, "request_rate_per_s": 2},
+                      "hardware": {"chips": ["nvidia-h100-sxm", "nvidia-a100-sxm-80gb"], "max_chips": 1},
+                      "slo_percentiles": {"ttft": {"p": 95, "s": 0.5}}, "simulation": {"requests": 100, "top_n": 3}})  # fmt: skip
+    page.goto(page.base + f"/plans/{plan.id}/")
+    page.wait_for_function(CHART_READY, arg="stage-cdf-chart")
+    assert page.evaluate(CANVAS_DRAWN, "stage-cdf-chart")
+    labels = page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).data.datasets.map(d => d.label)")
+    assert labels[0].startswith("#1 ") and sum(label.startswith("#") for label in labels) == 3 and "SLO p95 ≤ 500 ms" in labels
+    page.click("button[data-stage-cdf-metric=tpot_s]")
+    assert page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).options.scales.x.title.text") == "TPOT"
+    shot(page, "plan-stage-cdf")

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import re
 import uuid
 
 import pytest
@@ -184,6 +186,13 @@ def test_a_plan_with_percentile_slos_shows_its_simulation_stage_and_warns_when_n
     ruled_out = [r for r in ranked if r["analytical_miss"]]
     assert ruled_out and html.count('class="small stage-ruled-out"') == len(ruled_out)
     assert f"{len(ruled_out):,} rows miss the TTFT bound whatever the load" in html
+    # Each simulated candidate's latency CDF, in ranked order, with the SLO's bound and percentile.
+    cdf = json.loads(re.search(r'<script id="stage-cdf-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+    ttft = cdf["metrics"][0]
+    simulated = [rank for rank, row in enumerate(ranked, 1) if (row.get("simulation") or {}).get("cdf")]
+    assert ttft["key"] == "ttft_s" and [c["rank"] for c in ttft["candidates"]] == simulated and len(simulated) == 3
+    assert ttft["slo"] == {"p": 99.0, "s": 0.02} and ttft["candidates"][0]["points"][-1]["y"] == 1.0
+    assert 'id="stage-cdf-chart"' in html and 'data-stage-cdf-metric="tpot_s"' in html
 
 
 def test_a_plan_whose_budget_leaves_nothing_says_the_budget_did_it(client, catalog):

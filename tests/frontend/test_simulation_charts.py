@@ -98,3 +98,20 @@ def test_the_workload_label_names_the_arrivals_and_the_lengths():
     assert "bursty 2.5 req/s (CV 3)" in charts.simulation_workload_label(gamma)
     assert charts.simulation_workload_label({"workload": {"seed": 1}}, trace_rows=3) == "a trace of 3 requests"
     assert charts.simulation_workload_label({"plan": "p", "candidate_rank": 2}) == "a plan's simulation stage, candidate #2"
+
+
+def test_a_plans_stage_is_drawn_as_one_cdf_per_simulated_candidate_in_ranked_order():
+    cdf = {"quantiles": [0.0, 50.0, 100.0], "ttft_s": [0.05, 0.1, 0.4], "tpot_s": [None, None, None], "e2e_s": [1.0, 2.0, 3.0]}
+    checks = {"ttft": {"p": 95.0, "s": 0.5, "value_s": 0.3, "met": True}}
+    ranked = [{"chip_slug": "nvidia-h100-sxm", "chip_count": 1, "tensor_parallel": 1, "weight_dtype": "fp8", "batch": 8,
+               "simulation": {"cdf": cdf, "slo_percentiles": checks, "meets_slo_percentiles": True}},
+              {"chip_slug": "nvidia-l4", "simulation": {"error": "not simulable"}},
+              {"chip_slug": "nvidia-a100-sxm-80gb", "simulation": {"cdf": cdf, "slo_percentiles": checks, "meets_slo_percentiles": False}}]  # fmt: skip
+    chart = charts.stage_cdf_chart({"ranked": ranked})
+    assert [m["key"] for m in chart["metrics"]] == ["ttft_s", "e2e_s"]  # no TPOT to draw: one-token answers
+    ttft = chart["metrics"][0]
+    assert [(c["rank"], c["meets"]) for c in ttft["candidates"]] == [(1, True), (3, False)] and ttft["slo"] == {"p": 95.0, "s": 0.5}
+    assert ttft["candidates"][0]["points"] == [{"x": 0.05, "y": 0.0}, {"x": 0.1, "y": 0.5}, {"x": 0.4, "y": 1.0}]
+    assert ttft["candidates"][0]["label"].startswith("#1 ") and chart["shown"] == charts.STAGE_CDF_SHOWN
+    assert charts.stage_cdf_chart({"ranked": [{"simulation": {"error": "x"}}]}) is None and charts.stage_cdf_chart({}) is None
+

@@ -141,6 +141,52 @@
     if (firstInvalid) firstInvalid.focus();
   }
 
+  // ---- latency CDFs (a simulation's, a plan's candidates'): one metric at a time, with its SLO ----
+  var SLO_COLOUR = "#b91c1c";
+  hw.sloColour = SLO_COLOUR;
+  hw.sloText = function (slo) { return slo.p ? "p" + slo.p + " ≤ " + hw.fmtTime(slo.s) : "≤ " + hw.fmtTime(slo.s); };
+  // The SLO's bound as a vertical line across the CDF and its percentile as a cross on it.
+  hw.cdfSloDatasets = function (slo) {
+    if (!slo) return [];
+    var sets = [{ label: "SLO " + hw.sloText(slo), data: [{ x: slo.s, y: 0 }, { x: slo.s, y: 1 }], showLine: true, pointRadius: 0,
+                  borderDash: [6, 4], borderWidth: 1.5, borderColor: SLO_COLOUR, backgroundColor: SLO_COLOUR }];
+    if (slo.p) sets.push({ label: "SLO target", data: [{ x: slo.s, y: slo.p / 100 }], pointStyle: "crossRot", pointRadius: 8,
+                           borderWidth: 2, borderColor: SLO_COLOUR, backgroundColor: SLO_COLOUR });
+    return sets;
+  };
+  // A CDF chart on `canvas` of data.metrics (each {key, label, ...}), datasetsFor(metric) drawing one, and the buttons
+  // carrying `data-<buttonAttr>` switching between them. Returns the chart.
+  hw.cdfChart = function (canvas, metrics, datasetsFor, buttonAttr) {
+    var byKey = {};
+    metrics.forEach(function (m) { byKey[m.key] = m; });
+    var chart = new Chart(canvas, {
+      type: "scatter",
+      data: { datasets: datasetsFor(metrics[0]) },
+      options: {
+        responsive: true, maintainAspectRatio: false, animation: false,
+        scales: {
+          x: { type: "linear", min: 0, title: { display: true, text: metrics[0].label }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
+          y: { min: 0, max: 1, title: { display: true, text: "Share of requests" }, ticks: { callback: function (v) { return Math.round(v * 100) + "%"; } } },
+        },
+        plugins: { tooltip: { callbacks: { label: function (c) {
+          return c.dataset.label + ": " + hw.fmtPct(c.parsed.y) + " of requests within " + hw.fmtTime(c.parsed.x);
+        } } } },
+      },
+    });
+    var selector = "[data-" + buttonAttr + "]";
+    document.querySelectorAll(selector).forEach(function (button) {
+      button.addEventListener("click", function () {
+        var chosen = byKey[button.getAttribute("data-" + buttonAttr)];
+        if (!chosen) return;
+        document.querySelectorAll(selector).forEach(function (b) { b.setAttribute("aria-pressed", String(b === button)); });
+        chart.data.datasets = datasetsFor(chosen);
+        chart.options.scales.x.title.text = chosen.label;
+        chart.update();
+      });
+    });
+    return chart;
+  };
+
   // ---- roofline chart (log-log) ----
   var PALETTE = ["#0b5cad", "#c2410c", "#15803d", "#7c3aed", "#b91c1c", "#0e7490", "#a16207", "#be185d", "#4d7c0f", "#334155"];
   hw.palette = PALETTE;

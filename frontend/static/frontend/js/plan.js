@@ -248,9 +248,23 @@
     tick();
   }
 
+  // ---- the simulation stage: each simulated candidate's latency CDF, one metric at a time ----
+  function drawStageCdf() {
+    var stage = hw.readJson("stage-cdf-data"), canvas = document.getElementById("stage-cdf-chart");
+    if (!stage || !canvas || !stage.metrics.length) return;
+    function datasets(metric) {
+      return metric.candidates.map(function (c, i) {
+        var colour = hw.palette[i % hw.palette.length];
+        return { label: c.label + (c.meets ? "" : " (misses)"), data: c.points, showLine: true, pointRadius: 0, borderWidth: 2,
+                 borderColor: colour, backgroundColor: colour, borderDash: c.meets ? [] : [4, 3], hidden: i >= stage.shown };
+      }).concat(hw.cdfSloDatasets(metric.slo));
+    }
+    charts.stageCdf = hw.cdfChart(canvas, stage.metrics, datasets, "stage-cdf-metric");
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     if (typeof Chart !== "undefined" && data.rows.length) {
-      drawScatter(); drawRoofline(); drawMemory();
+      drawScatter(); drawRoofline(); drawMemory(); drawStageCdf();
     }
     updateDetails();
     initTable();

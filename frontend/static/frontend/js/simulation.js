@@ -6,7 +6,7 @@
   var hw = window.hw;
   var charts = (window.hwSimulationCharts = {});
   var PALETTE = hw.palette;
-  var SLO_COLOUR = "#b91c1c", KNEE_COLOUR = "#15803d";
+  var SLO_COLOUR = hw.sloColour, KNEE_COLOUR = "#15803d";
 
   // Vertical markers across the plot area at given x values (Chart.js has no annotation type): the knee.
   var markers = {
@@ -27,51 +27,16 @@
     },
   };
 
-  function sloText(slo) { return slo.p ? "p" + slo.p + " ≤ " + hw.fmtTime(slo.s) : "≤ " + hw.fmtTime(slo.s); }
-
   // ---- latency CDF: one metric at a time (TTFT, TPOT and end-to-end differ by orders of magnitude) ----
   function cdfDatasets(metric) {
-    var sets = [{ label: metric.label, data: metric.points, showLine: true, pointRadius: 0, borderWidth: 2,
-                  borderColor: PALETTE[0], backgroundColor: PALETTE[0] }];
-    if (metric.slo) {
-      sets.push({ label: "SLO " + sloText(metric.slo), data: [{ x: metric.slo.s, y: 0 }, { x: metric.slo.s, y: 1 }], showLine: true,
-                  pointRadius: 0, borderDash: [6, 4], borderWidth: 1.5, borderColor: SLO_COLOUR, backgroundColor: SLO_COLOUR });
-      if (metric.slo.p) sets.push({ label: "SLO target", data: [{ x: metric.slo.s, y: metric.slo.p / 100 }], pointStyle: "crossRot",
-                                    pointRadius: 8, borderWidth: 2, borderColor: SLO_COLOUR, backgroundColor: SLO_COLOUR });
-    }
-    return sets;
+    return [{ label: metric.label, data: metric.points, showLine: true, pointRadius: 0, borderWidth: 2,
+              borderColor: PALETTE[0], backgroundColor: PALETTE[0] }].concat(hw.cdfSloDatasets(metric.slo));
   }
 
   function drawCdf() {
     var data = hw.readJson("sim-cdf-data"), canvas = document.getElementById("cdf-chart");
     if (!data || !canvas || !data.metrics.length) return;
-    var byKey = {};
-    data.metrics.forEach(function (m) { byKey[m.key] = m; });
-    var metric = data.metrics[0];
-    charts.cdf = new Chart(canvas, {
-      type: "scatter",
-      data: { datasets: cdfDatasets(metric) },
-      options: {
-        responsive: true, maintainAspectRatio: false, animation: false,
-        scales: {
-          x: { type: "linear", min: 0, title: { display: true, text: metric.label }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
-          y: { min: 0, max: 1, title: { display: true, text: "Share of requests" }, ticks: { callback: function (v) { return Math.round(v * 100) + "%"; } } },
-        },
-        plugins: { tooltip: { callbacks: { label: function (c) {
-          return c.dataset.label + ": " + hw.fmtPct(c.parsed.y) + " of requests within " + hw.fmtTime(c.parsed.x);
-        } } } },
-      },
-    });
-    document.querySelectorAll("[data-cdf-metric]").forEach(function (button) {
-      button.addEventListener("click", function () {
-        var chosen = byKey[button.dataset.cdfMetric];
-        if (!chosen) return;
-        document.querySelectorAll("[data-cdf-metric]").forEach(function (b) { b.setAttribute("aria-pressed", String(b === button)); });
-        charts.cdf.data.datasets = cdfDatasets(chosen);
-        charts.cdf.options.scales.x.title.text = chosen.label;
-        charts.cdf.update();
-      });
-    });
+    charts.cdf = hw.cdfChart(canvas, data.metrics, cdfDatasets, "cdf-metric");
   }
 
   // ---- queue and KV cache over time: counts on the left axis, KV use (%) on the right ----
@@ -123,7 +88,7 @@
       });
       Object.keys(sweep.slo).forEach(function (key) {
         var slo = sweep.slo[key];
-        sets.push({ label: (key === "ttft_s" ? "TTFT" : "TPOT") + " SLO " + sloText(slo), data: [{ x: low, y: slo.s }, { x: high, y: slo.s }], showLine: true,
+        sets.push({ label: (key === "ttft_s" ? "TTFT" : "TPOT") + " SLO " + hw.sloText(slo), data: [{ x: low, y: slo.s }, { x: high, y: slo.s }], showLine: true,
                     pointRadius: 0, borderWidth: 1.5, borderDash: [2, 3], borderColor: colours[key], backgroundColor: colours[key] });
       });
       charts.sweepLatency = new Chart(latency, {
