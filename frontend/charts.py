@@ -376,7 +376,6 @@ LATENCY_METRICS = (("ttft_s", "TTFT", "time to first token"), ("tpot_s", "TPOT",
                    ("e2e_s", "End to end", "from sending the request to its last token"))  # fmt: skip
 LATENCY_STATS = ("mean", "p50", "p90", "p95", "p99")
 SLO_METRICS = (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End to end"))
-SWEEP_LINES = (("ttft_s", "p50", "TTFT p50"), ("ttft_s", "p99", "TTFT p99"), ("tpot_s", "p50", "TPOT p50"), ("tpot_s", "p99", "TPOT p99"))
 # The percentiles a run reports at each swept rate besides p50 and p99: an SLO stated at one of them is drawn there too.
 SWEEP_SLO_STATS = {90.0: "p90", 95.0: "p95"}
 
@@ -455,6 +454,14 @@ def cdf_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"metrics": metrics} if metrics else None
 
 
+def stage_row_meets(simulation: Mapping[str, Any]) -> bool:
+    """Whether a simulated plan row meets its percentile SLOs as the stage ranked it: under a rate sweep, by having a
+    knee (a swept rate meeting them, with every lower one); else at the plan's load, not overloaded."""
+    if simulation.get("sweep"):
+        return (simulation["sweep"] or {}).get("knee_rate_per_s") is not None
+    return bool(simulation.get("meets_slo_percentiles")) and not simulation.get("overloaded")
+
+
 # A plan's candidate CDFs drawn at first (the legend shows the others): more lines than colours to tell apart read as one.
 STAGE_CDF_SHOWN = 5
 
@@ -475,7 +482,7 @@ def stage_cdf_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
             points = [{"x": v, "y": q / 100.0} for q, v in zip(cdf.get("quantiles") or [], cdf.get(key) or []) if _finite(v) and _finite(q)]
             if points:
                 candidates.append({"rank": rank, "label": f"#{rank} {configuration_label(row)}", "points": points,
-                                   "meets": bool(row["simulation"].get("meets_slo_percentiles"))})  # fmt: skip
+                                   "meets": stage_row_meets(row["simulation"])})  # fmt: skip
         if candidates:
             metrics.append({"key": key, "label": label, "slo": bounds.get(key), "candidates": candidates})
     return {"metrics": metrics, "shown": STAGE_CDF_SHOWN, "candidates": len(simulated)} if metrics else None

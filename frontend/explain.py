@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from frontend.charts import configuration_label, memory_breakdown
+from frontend.charts import configuration_label, memory_breakdown, stage_row_meets
 from frontend.templatetags.hwformat import duration, num, percent, usd
 
 
@@ -41,9 +41,9 @@ def simulation_cell(row: Mapping[str, Any]) -> dict[str, str]:
         knee = sweep.get("knee_rate_per_s")
         text = (f"{usd(cost)}/1M simulated at its knee, {num(knee)} requests/s" if knee is not None else
                 "no swept rate meets every percentile SLO") + (f"; at the plan's load {checks}" if checks else "")  # fmt: skip
-        return {"kind": "meets" if knee is not None else "misses", "text": text}
+        return {"kind": "meets" if stage_row_meets(sim) else "misses", "text": text}
     text = f"{usd(cost)}/1M simulated" + (f"; {checks}" if checks else "") + ("; overloaded" if sim.get("overloaded") else "")
-    return {"kind": "meets" if sim.get("meets_slo_percentiles") and not sim.get("overloaded") else "misses", "text": text}
+    return {"kind": "meets" if stage_row_meets(sim) else "misses", "text": text}
 
 
 def stage_summary(results: Mapping[str, Any]) -> dict[str, Any] | None:

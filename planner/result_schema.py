@@ -60,7 +60,8 @@ SIMULATION_ROW_FIELDS: tuple[ResultField, ...] = (
                 csv="simulated_usd_per_million_output_tokens",
                 description="the configuration's $/hour over the output tokens/s it served in its simulation at the plan's load"),
     ResultField(name="simulation", kind="object", unit="", per_candidate=False, nullable=True,
-                description="its simulation: percentiles of TTFT, TPOT and end-to-end latency, goodput, SLO checks (null past top_n)"),
+                description="its simulation: percentiles of TTFT, TPOT and end-to-end latency, goodput, SLO checks, and `cdf`, "
+                            "each latency at every whole percent (null past top_n)"),
     ResultField(name="analytical_miss", kind="object", unit="", per_candidate=False, nullable=True,
                 description="a row not simulated that misses a percentile TTFT SLO by physics, ranked with the misses: {metric, p, "
                             "s, least_s, ratio, basis} (the bound is below one prefill of the prompt on an idle configuration, at the "

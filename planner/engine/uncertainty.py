@@ -220,7 +220,7 @@ def interval(predicted: float | None, figure: str, *, chip_kind: str, engine: st
         basis += f": every {metric} band{served}, their span widened by half"
     if inverse:
         low, high = -high, -low
-    if low > 0 or high < 0:  # the spec defaults' TTFT on NVIDIA GPUs, say: nine in ten such predictions ran low
+    if comparable and (low > 0 or high < 0):  # the spec defaults' TTFT on NVIDIA GPUs, say: nine in ten such predictions ran low
         basis += (f"; the range lies {'above' if low > 0 else 'below'} the prediction: at least nine in ten comparable predictions "
                   f"ran {'under' if low > 0 else 'over'} the measured value")
     return Interval(low=predicted * math.exp(low), high=predicted * math.exp(high), basis=basis)

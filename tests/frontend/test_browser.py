@@ -361,6 +361,11 @@ def test_a_plans_simulated_candidates_are_drawn_as_latency_cdfs(page):
     assert page.evaluate(CANVAS_DRAWN, "stage-cdf-chart")
     labels = page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).data.datasets.map(d => d.label)")
     assert labels[0].startswith("#1 ") and sum(label.startswith("#") for label in labels) == 3 and "SLO p95 ≤ 500 ms" in labels
+    # The legend names each candidate by its first words, so twenty fit; no candidate wears the SLO's red.
+    legend = page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).legend.legendItems.map(i => i.text)")
+    assert legend[0].startswith("#1 ") and not any(" · " in text for text in legend)
+    colours = page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).data.datasets.filter(d => d.label.startsWith('#')).map(d => d.borderColor)")
+    assert "#b91c1c" not in colours
     page.click("button[data-stage-cdf-metric=tpot_s]")
     assert page.evaluate("Chart.getChart(document.getElementById('stage-cdf-chart')).options.scales.x.title.text") == "TPOT"
     shot(page, "plan-stage-cdf")

@@ -114,4 +114,9 @@ def test_a_plans_stage_is_drawn_as_one_cdf_per_simulated_candidate_in_ranked_ord
     assert ttft["candidates"][0]["points"] == [{"x": 0.05, "y": 0.0}, {"x": 0.1, "y": 0.5}, {"x": 0.4, "y": 1.0}]
     assert ttft["candidates"][0]["label"].startswith("#1 ") and chart["shown"] == charts.STAGE_CDF_SHOWN
     assert charts.stage_cdf_chart({"ranked": [{"simulation": {"error": "x"}}]}) is None and charts.stage_cdf_chart({}) is None
+    # Under a rate sweep a candidate meets as the ranking judged it, by its knee, not at the plan's own load.
+    swept = {"cdf": cdf, "meets_slo_percentiles": False, "sweep": {"knee_rate_per_s": 6.0}}
+    assert charts.stage_cdf_chart({"ranked": [{"chip_slug": "c", "simulation": swept}]})["metrics"][0]["candidates"][0]["meets"]
+    assert not charts.stage_row_meets({**swept, "sweep": {"knee_rate_per_s": None}, "meets_slo_percentiles": True})
+    assert not charts.stage_row_meets({"meets_slo_percentiles": True, "overloaded": True})
 

@@ -155,8 +155,19 @@
     return sets;
   };
   // A CDF chart on `canvas` of data.metrics (each {key, label, ...}), datasetsFor(metric) drawing one, and the buttons
-  // carrying `data-<buttonAttr>` switching between them. Returns the chart.
-  hw.cdfChart = function (canvas, metrics, datasetsFor, buttonAttr) {
+  // carrying `data-<buttonAttr>` switching between them. `options.shortLegend`: a legend of many lines names each by its
+  // first words ("#12 1x nvidia-a100-sxm-80gb"), small, so every one fits and can be switched on (the tooltip names it whole).
+  hw.cdfChart = function (canvas, metrics, datasetsFor, buttonAttr, options) {
+    var legend = {};
+    if (options && options.shortLegend) {
+      legend = { labels: { boxWidth: 12, font: { size: 11 }, generateLabels: function (chart) {
+        return Chart.defaults.plugins.legend.labels.generateLabels(chart).map(function (item) {
+          var text = item.text.split(" · ")[0];
+          item.text = text + (item.text.indexOf("(misses)") >= 0 && text.indexOf("(misses)") < 0 ? " (misses)" : "");
+          return item;
+        });
+      } } };
+    }
     var byKey = {};
     metrics.forEach(function (m) { byKey[m.key] = m; });
     var chart = new Chart(canvas, {
@@ -168,7 +179,7 @@
           x: { type: "linear", min: 0, title: { display: true, text: metrics[0].label }, ticks: { callback: function (v) { return hw.fmtTime(v); }, maxTicksLimit: 8 } },
           y: { min: 0, max: 1, title: { display: true, text: "Share of requests" }, ticks: { callback: function (v) { return Math.round(v * 100) + "%"; } } },
         },
-        plugins: { tooltip: { callbacks: { label: function (c) {
+        plugins: { legend: legend, tooltip: { callbacks: { label: function (c) {
           return c.dataset.label + ": " + hw.fmtPct(c.parsed.y) + " of requests within " + hw.fmtTime(c.parsed.x);
         } } } },
       },

@@ -252,14 +252,16 @@
   function drawStageCdf() {
     var stage = hw.readJson("stage-cdf-data"), canvas = document.getElementById("stage-cdf-chart");
     if (!stage || !canvas || !stage.metrics.length) return;
+    // The SLO's red is the bound's alone: no candidate is drawn in it.
+    var colours = hw.palette.filter(function (c) { return c !== hw.sloColour; });
     function datasets(metric) {
       return metric.candidates.map(function (c, i) {
-        var colour = hw.palette[i % hw.palette.length];
+        var colour = colours[i % colours.length];
         return { label: c.label + (c.meets ? "" : " (misses)"), data: c.points, showLine: true, pointRadius: 0, borderWidth: 2,
                  borderColor: colour, backgroundColor: colour, borderDash: c.meets ? [] : [4, 3], hidden: i >= stage.shown };
       }).concat(hw.cdfSloDatasets(metric.slo));
     }
-    charts.stageCdf = hw.cdfChart(canvas, stage.metrics, datasets, "stage-cdf-metric");
+    charts.stageCdf = hw.cdfChart(canvas, stage.metrics, datasets, "stage-cdf-metric", { shortLegend: true });
   }
 
   document.addEventListener("DOMContentLoaded", function () {
