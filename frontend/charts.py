@@ -503,9 +503,9 @@ def series_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def sweep_chart(results: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A rate sweep's pictures: p50/p99 TTFT and TPOT (and each SLO's percentile: sweep_lines) against the request rate (points with no positive value
-    left out: the axis is logarithmic), goodput and the offered rate against it, the overloaded points, the SLO
-    bounds and the knee. None when the run was not a sweep."""
+    """A rate sweep's pictures: p50/p99 TTFT and TPOT (and each SLO's percentile: sweep_lines) against the request
+    rate (points with no positive value left out: the axis is logarithmic), goodput and the offered rate against it,
+    the overloaded points, the SLO bounds and the knee. None when the run was not a sweep."""
     sweep = results.get("sweep") or {}
     points = [p for p in sweep.get("points") or [] if _finite(p.get("rate_per_s"))]
     if not points:

@@ -511,27 +511,33 @@ def _stage_workload_values(stage: Mapping[str, Any]) -> dict[str, Any]:
     arrivals = stage.get("arrivals") or {}
     if arrivals.get("kind") in ("poisson", "gamma", "closed_loop"):
         values["arrivals"] = arrivals["kind"]
-        values.update({name: arrivals[name] for name in ("rate_per_s", "cv", "concurrency", "think_time_s") if arrivals.get(name) is not None})
+        values.update({name: arrivals[name] for name in ("rate_per_s", "cv", "concurrency", "think_time_s")
+                       if arrivals.get(name) is not None})  # fmt: skip
     values.update({name: stage[name] for name in ("requests", "seed") if stage.get(name) is not None})
     for part in ("prompt", "output"):
         lengths = stage.get(part) or {}
         if lengths.get("kind") == "fixed" and lengths.get("tokens"):
             values.update({f"{part}_kind": "fixed", f"{part}_tokens": lengths["tokens"]})
         elif lengths.get("kind") == "lognormal" and lengths.get("mean_tokens"):
-            values.update({f"{part}_kind": "lognormal", f"{part}_tokens": lengths["mean_tokens"], f"{part}_std_tokens": lengths.get("std_tokens", "")})
+            values.update({f"{part}_kind": "lognormal", f"{part}_tokens": lengths["mean_tokens"],
+                           f"{part}_std_tokens": lengths.get("std_tokens", "")})  # fmt: skip
     return values
 
 
 def stage_left_out(stage: Mapping[str, Any]) -> list[str]:
     """What the plan's simulation stage drew that the form cannot say (_stage_workload_values leaves it out)."""
-    out = [f"{part} lengths {(stage.get(part) or {}).get('kind')}" for part in ("prompt", "output")
-           if (stage.get(part) or {}).get("kind") not in (None, "fixed", "lognormal")]  # fmt: skip
-    out += [f"{part} lengths at most {(stage.get(part) or {})['max_tokens']} tokens" for part in ("prompt", "output")
-            if (stage.get(part) or {}).get("max_tokens") is not None]  # fmt: skip
-    out += [f"{part} lengths at least {(stage.get(part) or {})['min_tokens']} tokens" for part in ("prompt", "output")
-            if (stage.get(part) or {}).get("min_tokens", 1) not in (None, 1)]  # fmt: skip
+    out: list[str] = []
+    for part in ("prompt", "output"):
+        lengths = stage.get(part) or {}
+        if lengths.get("kind") not in (None, "fixed", "lognormal"):
+            out.append(f"{part} lengths {lengths['kind']}")
+        if lengths.get("max_tokens") is not None:
+            out.append(f"{part} lengths at most {lengths['max_tokens']} tokens")
+        if lengths.get("min_tokens", 1) not in (None, 1):
+            out.append(f"{part} lengths at least {lengths['min_tokens']} tokens")
     if stage.get("shared_prefix_fraction"):
-        out.append(f"a shared prefix of {stage.get('shared_prefix_tokens', 0)} tokens on {stage['shared_prefix_fraction']:.0%} of the requests")
+        share = stage["shared_prefix_fraction"]
+        out.append(f"a shared prefix of {stage.get('shared_prefix_tokens', 0)} tokens on {share:.0%} of the requests")
     return out
 
 
@@ -581,7 +587,8 @@ def simulation_payload(post, files=None) -> dict[str, Any]:
         if _given(post.get(name, "").strip()):
             payload[name] = post.get(name).strip()
     traced = post.get("arrivals") == "trace"
-    workload: dict[str, Any] = {} if traced else {"arrivals": _arrivals(post), "prompt": _lengths(post, "prompt"), "output": _lengths(post, "output")}
+    workload: dict[str, Any] = {} if traced else {
+        "arrivals": _arrivals(post), "prompt": _lengths(post, "prompt"), "output": _lengths(post, "output")}
     for name in ("seed",) if traced else ("requests", "seed"):
         if _given(post.get(name, "").strip()):
             workload[name] = post.get(name).strip()
@@ -617,9 +624,11 @@ def simulation_trace_errors(post, files) -> dict[str, list[str]]:
     or a trace), or a file chosen under drawn arrivals (without scripts every field shows; the file would be ignored)."""
     uploaded = files is not None and files.get("trace_file") is not None
     if post.get("arrivals") == "trace" and not uploaded:
-        return {"trace_file": ["Choose a trace file: CSV with a header, or JSONL; one request per line: arrival_s, prompt_tokens, output_tokens."]}
+        return {"trace_file": ["Choose a trace file: CSV with a header, or JSONL; one request per line: arrival_s, prompt_tokens, "
+                               "output_tokens."]}
     if post.get("arrivals") != "trace" and uploaded:
-        return {"trace_file": ["A trace file was chosen under drawn arrivals: choose “A recorded trace” to simulate it, or remove the file."]}
+        return {"trace_file": ["A trace file was chosen under drawn arrivals: choose “A recorded trace” to simulate it, "
+                               "or remove the file."]}
     return {}
 
 

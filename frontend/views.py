@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from urllib.parse import urlencode
 from typing import Any
 
 from django.conf import settings
@@ -475,7 +476,7 @@ def simulation_list(request: HttpRequest) -> HttpResponse:
         runs, chosen, filter_errors = plans.simulation_list(**filters.validated_data), filters.validated_data, {}
     page = Paginator(_summarised(runs), SIMULATIONS_PER_PAGE).get_page(request.GET.get("page"))
     source = Plan.objects.filter(pk=chosen["from_plan"]).first() if chosen.get("from_plan") else None
-    query = "&".join(f"{name}={value}" for name, value in chosen.items() if value)
+    query = urlencode({name: value for name, value in chosen.items() if value})
     return render(request, "frontend/simulation_list.html", {
         "page": page, "rows": _simulation_rows(page), "filters": chosen, "filter_errors": filter_errors, "source_plan": source,
         "filter_query": f"&{query}" if query else "", "status_choices": SimulationRun.Status.choices,
@@ -503,7 +504,8 @@ def simulation_detail(request: HttpRequest, run_id) -> HttpResponse:
         "run": run, "results": results, "inputs": inputs, "workload": workload,
         "latency_rows": charts.latency_rows(results), "latency_stats": charts.LATENCY_STATS, "slo_rows": charts.slo_rows(results),
         "cdf": charts.cdf_chart(results), "series": charts.series_chart(results), "sweep": charts.sweep_chart(results),
-        "sweep_rows": charts.sweep_rows(results), "sweep_lines": charts.sweep_lines(results), "goodput_bounds": charts.goodput_bounds_label(results),
+        "sweep_rows": charts.sweep_rows(results), "sweep_lines": charts.sweep_lines(results),
+        "goodput_bounds": charts.goodput_bounds_label(results),
     })  # fmt: skip
 
 
@@ -593,21 +595,14 @@ def _row_link_refusal(payload: dict[str, Any]) -> str | None:
     link = payload.get("from_plan")
     if not link:
         return None
-
-    def whole(text: Any) -> int | None:
-        try:
-            return int(str(text).strip())
-        except ValueError:
-            return None
-
-    rank = whole(link["rank"])
     try:
-        plan_id = uuid.UUID(str(link["plan"]))
+        plan_id, rank = uuid.UUID(link["plan"]), int(link["rank"])
     except ValueError:
-        plan_id = None
-    refusal = ("plan", "No such plan.") if plan_id is None else ("rank", "Not a rank.") if rank is None else simulation_services.plan_row_link_refusal(
-        plan_id, rank, model=payload.get("model"), chip=payload.get("chip"), chip_count=whole(payload.get("chip_count", "")),
-        weight_dtype=payload.get("weight_dtype"), tensor_parallel=whole(payload.get("tensor_parallel", "")))  # fmt: skip
+        refusal: tuple[str, str] | None = ("plan", "The plan row is not one (a plan id and a rank).")
+    else:  # a number the form's fields do not give (an "auto" tensor parallelism) is not compared
+        numbers = {name: int(payload[name]) if payload.get(name, "").isdigit() else None for name in ("chip_count", "tensor_parallel")}
+        refusal = simulation_services.plan_row_link_refusal(plan_id, rank, model=payload.get("model"), chip=payload.get("chip"),
+                                                            weight_dtype=payload.get("weight_dtype"), **numbers)  # fmt: skip
     if refusal is None:
         return None
     payload.pop("from_plan")
